@@ -1,0 +1,70 @@
+// Path rules and queue-node names. Pure functions, no I/O: unit-tested and fuzzed.
+#pragma once
+
+#include <zklock/error.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock::detail {
+
+/// Longest lock path we accept (bytes). Queue nodes add 30 bytes below it.
+inline constexpr std::size_t max_lock_path = 1024;
+
+/// Empty error when `path` is an absolute, canonical path usable as a lock directory:
+/// starts with '/', is not "/", no trailing '/', no empty, "." or ".." component, no control
+/// character (NUL included), not under the reserved "/zookeeper", at most max_lock_path bytes.
+error_code validate_lock_path(std::string_view path) noexcept;
+
+/// Empty error when `servers` is "host:port[,host:port...][/chroot]" with non-empty hosts and ports
+/// in 1..65535 (IPv6 hosts in brackets: "[::1]:2181").
+error_code validate_servers(std::string_view servers) noexcept;
+
+/// What a queue node asks for. The letter is the node name's first character.
+enum class node_kind : char {
+    exclusive = 'x',  ///< mutex, or the write side of a shared_mutex
+    shared = 'r',     ///< the read side of a shared_mutex
+    permit = 's',     ///< a semaphore permit
+};
+
+/// A parsed queue node: "<kind>-<16 hex digit id>-<sequence>", e.g. "x-00ab12cd34ef5678-0000000042".
+struct queue_node {
+    std::string name;  ///< the child name as listed
+    node_kind kind;
+    std::uint64_t id;  ///< the acquiring attempt's unique id
+    std::int64_t seq;  ///< ZooKeeper's sequence suffix
+};
+
+/// A queue node parsed in place: `name` views the listed child name (no allocation).
+struct queue_view {
+    std::string_view name;
+    node_kind kind;
+    std::uint64_t id;
+    std::int64_t seq;
+};
+
+/// Parses one child name without copying it; nullopt for anything that is not a queue node.
+std::optional<queue_view> parse_queue_view(std::string_view child) noexcept;
+
+/// The name prefix of an attempt's node, e.g. "x-00ab12cd34ef5678-".
+std::string node_prefix(node_kind kind, std::uint64_t id);
+
+/// Parses one child name; nullopt for anything that is not a queue node.
+std::optional<queue_node> parse_queue_node(std::string_view child) noexcept;
+
+/// The queue: the children that are queue nodes, in sequence order. Others are ignored.
+std::vector<queue_node> make_queue(const std::vector<std::string>& children);
+
+/// Joins a directory and a child name.
+std::string join_path(std::string_view dir, std::string_view child);
+
+/// The last component of a path.
+std::string_view base_name(std::string_view path) noexcept;
+
+/// A fresh random 64-bit attempt id (never 0).
+std::uint64_t new_attempt_id();
+
+}  // namespace zklock::detail

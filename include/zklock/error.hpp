@@ -1,0 +1,93 @@
+// zklock/error.hpp — error codes.
+//
+// Two categories:
+//  * "zklock": conditions zklock itself reports (timeouts, lost locks, bad input), enum zklock::errc.
+//  * "zookeeper": ZooKeeper's own return codes, kept with their numeric values (ZNONODE = -101, ...),
+//    enum zklock::zk_errc. Compare with them as `ec == zklock::zk_errc::no_node`.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <type_traits>
+
+namespace zklock {
+
+using boost::system::error_code;
+
+/// Conditions reported by zklock itself.
+enum class errc {
+    timeout = 1,          ///< The operation's deadline passed before it could complete.
+    would_block,          ///< A try-acquire found the lock held by someone else.
+    lock_lost,            ///< A held lock (or a queued node) was lost: the node is gone.
+    session_expired,      ///< The ZooKeeper session expired; ephemeral nodes of it are gone.
+    session_closed,       ///< The session was closed (or destroyed) while the operation ran.
+    not_connected,        ///< The session has not been connected (call async_connect first).
+    connect_timeout,      ///< No server answered within the connect timeout.
+    invalid_path,         ///< The path is not an absolute, canonical ZooKeeper path we accept.
+    invalid_servers,      ///< The server list is empty or malformed.
+    invalid_argument,     ///< Some other argument is out of range.
+    permit_mismatch,      ///< A semaphore was opened with a different permit count than stored.
+    already_released,     ///< The lease is empty: released, moved from or never acquired.
+    revoked,              ///< Reserved for revocation-aware operations.
+};
+
+/// ZooKeeper's return codes, with the C client's numeric values.
+enum class zk_errc {
+    system_error = -1,
+    runtime_inconsistency = -2,
+    data_inconsistency = -3,
+    connection_loss = -4,
+    marshalling_error = -5,
+    unimplemented = -6,
+    operation_timeout = -7,
+    bad_arguments = -8,
+    invalid_state = -9,
+    new_config_no_quorum = -13,
+    reconfig_in_progress = -14,
+    ssl_connection_error = -15,
+    api_error = -100,
+    no_node = -101,
+    no_auth = -102,
+    bad_version = -103,
+    no_children_for_ephemerals = -108,
+    node_exists = -110,
+    not_empty = -111,
+    session_expired = -112,
+    invalid_callback = -113,
+    invalid_acl = -114,
+    auth_failed = -115,
+    closing = -116,
+    nothing = -117,
+    session_moved = -118,
+    not_read_only = -119,
+    ephemeral_on_local_session = -120,
+    no_watcher = -121,
+    reconfig_disabled = -123,
+    session_closed_require_sasl_auth = -124,
+    quota_exceeded = -125,
+    throttled_op = -127,
+};
+
+const boost::system::error_category& zklock_category() noexcept;
+const boost::system::error_category& zookeeper_category() noexcept;
+
+inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), zklock_category()}; }
+inline error_code make_error_code(zk_errc e) noexcept { return {static_cast<int>(e), zookeeper_category()}; }
+
+/// Translates a ZooKeeper C client return code (ZOK = 0 gives an empty error_code).
+inline error_code make_zk_error(int rc) noexcept
+{
+    return rc == 0 ? error_code{} : error_code{rc, zookeeper_category()};
+}
+
+/// True for errors after which the same request may succeed once the connection is back:
+/// connection loss, operation timeout, a session moved between servers, server throttling.
+/// Session expiry, closing and every semantic error (no node, no auth, ...) are not retryable.
+bool is_retryable(const error_code& ec) noexcept;
+
+}  // namespace zklock
+
+namespace boost::system {
+template <> struct is_error_code_enum<zklock::errc> : std::true_type {};
+template <> struct is_error_code_enum<zklock::zk_errc> : std::true_type {};
+}  // namespace boost::system

@@ -1,0 +1,138 @@
+// zklock/lease.hpp — proof of holding a lock.
+#pragma once
+
+#include <zklock/detail/session_fwd.hpp>
+#include <zklock/error.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+/// Where a lease stands.
+enum class lease_status {
+    held,       ///< we hold the lock and the session is connected
+    suspended,  ///< connection lost: we still hold it unless the session expires (do not act on it)
+    lost,       ///< the lock is gone: session expired (or presumed so) or our node was deleted
+    released,   ///< released by us (or empty)
+};
+
+const char* to_string(lease_status s) noexcept;
+
+namespace detail {
+class lease_state;
+void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h);
+void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h);
+void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h);
+void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h);
+}  // namespace detail
+
+/// The data a client writes into a holder's queue node to ask it to give the lock up
+/// (see session::async_set_data and lease::async_wait_revocation).
+inline constexpr std::string_view revocation_request = "zklock:revoke";
+
+/// A held lock (the result of an acquire). Move-only, like a pooled connection.
+///
+/// Destroying a lease that still holds its lock releases it in the background (the delete is
+/// retried across connection loss until it succeeds or the session ends).
+///
+/// The fencing token is the creation zxid of our queue node: it strictly increases across the
+/// successive holders of one lock path, even when the lock's directory is removed and created
+/// again. Pass it to the resource you protect and have the resource reject tokens older than the
+/// newest it has seen: that is what keeps a paused or partitioned former holder from doing harm.
+///
+/// What the lease watches: session events (suspension, expiry, presumed expiry, close) always
+/// reach status() and the waiters. Our node's own fate (deleted by another client, a revocation
+/// request written into it) is watched while an async_wait_lost, async_wait_status_change or
+/// async_wait_revocation is pending (the first one sets a data watch, one read), and for free
+/// after a contended acquire (the acquire's watch on our node is handed over). A holder that never
+/// awaits any of them costs no request between acquire and release; its status() then learns of a
+/// foreign deletion only through such a watch.
+///
+/// Thread safety: use a lease from its session's executor.
+class lease {
+public:
+    lease() noexcept = default;
+    explicit lease(std::shared_ptr<detail::lease_state> s) noexcept;
+    lease(lease&&) noexcept = default;
+    lease& operator=(lease&& other) noexcept;
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ~lease();
+
+    /// True while status() is held or suspended.
+    bool owns_lock() const noexcept;
+    explicit operator bool() const noexcept { return owns_lock(); }
+
+    lease_status status() const noexcept;
+    /// Creation zxid of our node: strictly increasing across holders of this lock path. 0 if empty.
+    std::int64_t fencing_token() const noexcept;
+    /// Full path of our queue node ("" if empty).
+    const std::string& node() const noexcept;
+    /// Why the lease was lost (empty unless status() == lost).
+    error_code lost_reason() const noexcept;
+
+    /// Deletes our node. Completion: void(error_code). Retries across connection loss; succeeds
+    /// when the node is gone (also when the session ended, which removed it). Not cancellable:
+    /// a release always runs to completion. errc::already_released for an empty lease.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_release(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_release(std::move(s), std::move(h)); },
+            token, state_);
+    }
+
+    /// Completes when the lock is lost, with the reason: errc::lock_lost (our node was deleted),
+    /// errc::session_expired (expired, or presumed expired once 9/10 of the session timeout have
+    /// passed since the server was last heard from, so that the holder is told before the server
+    /// can act), errc::session_closed. Completes with asio::error::operation_aborted when the
+    /// lease is released first. Cancellation: terminal.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_wait_lost(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_wait_lost(std::move(s), std::move(h)); },
+            token, state_);
+    }
+
+    /// Cooperative revocation: completes (with an empty error) when another client has asked the
+    /// holder to give the lock up by writing zklock::revocation_request into our node, e.g.
+    /// `co_await other.async_set_data(node, std::string(zklock::revocation_request))`. Nothing is
+    /// enforced: the holder decides when to release. Completes with asio::error::operation_aborted
+    /// if the lease is released first, with the loss reason if the lock is lost first.
+    /// Cancellation: terminal.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_wait_revocation(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s) {
+                detail::initiate_wait_revocation(std::move(s), std::move(h));
+            },
+            token, state_);
+    }
+
+    /// True once revocation has been seen requested (by a watch: see async_wait_revocation).
+    bool revocation_requested() const noexcept;
+
+    /// Completes at the next change of status(), with the new status. Cancellation: terminal.
+    template <asio::completion_token_for<void(error_code, lease_status)> Token = asio::deferred_t>
+    auto async_wait_status_change(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, lease_status)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_wait_status(std::move(s), std::move(h)); },
+            token, state_);
+    }
+
+private:
+    std::shared_ptr<detail::lease_state> state_;
+};
+
+}  // namespace zklock

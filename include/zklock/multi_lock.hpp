@@ -1,0 +1,84 @@
+// zklock/multi_lock.hpp — several locks, all or nothing, under one deadline.
+//
+// The locks (any mix of exclusive, shared and semaphore permits) are acquired one after another in
+// a canonical order (by path, then kind), so two multi-locks over overlapping sets can never
+// deadlock each other, whatever order their users listed the paths in. One deadline covers the
+// whole set (Curator's InterProcessMultiLock gives each lock the full timeout). If any acquire
+// fails, times out or is cancelled, what was already taken is released before completing.
+#pragma once
+
+#include <zklock/config.hpp>
+#include <zklock/detail/session_fwd.hpp>
+#include <zklock/lease.hpp>
+#include <zklock/session.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zklock {
+
+/// One lock of a multi_lock.
+struct lock_spec {
+    enum class kind { exclusive, shared, permit };
+    kind type = kind::exclusive;
+    std::string path;
+    std::uint32_t permits = 1;  ///< for kind::permit: the semaphore's permit count
+
+    static lock_spec exclusive(std::string path) { return {kind::exclusive, std::move(path), 1}; }
+    static lock_spec shared(std::string path) { return {kind::shared, std::move(path), 1}; }
+    static lock_spec semaphore(std::string path, std::uint32_t permits) { return {kind::permit, std::move(path), permits}; }
+};
+
+namespace detail {
+void initiate_multi_acquire(session_ptr s, std::vector<lock_spec> specs, lock_options options,
+                            std::optional<std::chrono::steady_clock::duration> timeout,
+                            handler<error_code, std::vector<lease>> h);
+}
+
+class multi_lock {
+public:
+    using executor_type = asio::any_io_executor;
+    using duration = std::chrono::steady_clock::duration;
+
+    multi_lock(session& s, std::vector<lock_spec> specs, lock_options options = {})
+        : s_(s.impl()), specs_(std::move(specs)), options_(std::move(options))
+    {
+    }
+
+    const std::vector<lock_spec>& specs() const noexcept { return specs_; }
+
+    /// Acquires every lock within `timeout` in total. Completion: void(error_code, std::vector<lease>)
+    /// with the leases in the order of specs() (not the acquisition order). Errors: those of the
+    /// single acquires (the first one that failed); errc::invalid_argument for an empty set or the
+    /// same path listed twice. Cancellation: terminal, partial and total, as total: the acquire in
+    /// flight deletes its node and every lease taken so far is released before completing.
+    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
+    auto async_acquire(duration timeout, Token&& token = {})
+    {
+        return initiate(timeout, std::forward<Token>(token));
+    }
+    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
+    auto async_acquire(Token&& token = {})
+    {
+        return initiate(std::nullopt, std::forward<Token>(token));
+    }
+
+private:
+    template <class Token> auto initiate(std::optional<duration> timeout, Token&& token)
+    {
+        return asio::async_initiate<Token, void(error_code, std::vector<lease>)>(
+            [](auto h, detail::session_ptr s, std::vector<lock_spec> specs, lock_options o, std::optional<duration> t) {
+                detail::initiate_multi_acquire(std::move(s), std::move(specs), std::move(o), t, std::move(h));
+            },
+            token, s_, specs_, options_, timeout);
+    }
+
+    detail::session_ptr s_;
+    std::vector<lock_spec> specs_;
+    lock_options options_;
+};
+
+}  // namespace zklock

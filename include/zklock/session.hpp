@@ -1,0 +1,251 @@
+// zklock/session.hpp — one ZooKeeper session, driven by the Asio reactor.
+//
+// A session owns one handle of ZooKeeper's single-threaded C client. There is no ZooKeeper thread:
+// the client's socket is waited on by the session's executor and its timers are Asio timers. All
+// of a session's work runs on its executor; when the io_context runs on several threads, give the
+// session a strand and call its functions (and its locks') from that strand.
+//
+// Thread safety: distinct objects safe; a shared object only from its executor.
+#pragma once
+
+#include <zklock/config.hpp>
+#include <zklock/detail/session_fwd.hpp>
+#include <zklock/error.hpp>
+#include <zklock/types.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+/// A one-shot watch set by one of the session's async_watch_* reads.
+///
+/// It fires once: when the watched node changes as the read's kind of watch says (data: changed or
+/// deleted; exists: created, changed or deleted; children: child list changed or node deleted).
+/// Watches survive connection loss (the client sets them again on reconnect). If the session
+/// expires or closes first, async_wait completes with errc::session_expired / errc::session_closed.
+class watch {
+public:
+    watch() = default;
+    explicit watch(std::shared_ptr<detail::watch_state> s) noexcept : state_(std::move(s)) {}
+
+    bool valid() const noexcept { return state_ != nullptr; }
+
+    /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the watch
+    /// fired already. Cancellation: terminal, partial and total; cancelling has no effect on the
+    /// ZooKeeper watch, which can be waited on again.
+    template <asio::completion_token_for<void(error_code, watch_event)> Token = asio::deferred_t>
+    auto async_wait(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, watch_event)>(
+            [](auto h, std::shared_ptr<detail::watch_state> s) { detail::initiate_watch_wait(std::move(s), std::move(h)); },
+            token, state_);
+    }
+
+private:
+    std::shared_ptr<detail::watch_state> state_;
+};
+
+/// One ZooKeeper session.
+///
+/// Every async_* function below:
+///  * completes on the handler's associated executor (default: the session's), never inside the
+///    initiating function;
+///  * reports ZooKeeper's errors as zk_errc values and zklock's as errc values;
+///  * keeps the session's state alive until it completes (the session object may be destroyed).
+///
+/// Cancellation of plain requests (create, remove, exists, get_data, set_data, get_children,
+/// multi): terminal only for reads; writes ignore cancellation, because the request has been sent
+/// and its outcome is decided by the server (use the lock recipes for cancellable acquisition).
+class session {
+public:
+    using executor_type = asio::any_io_executor;
+
+    /// Does not connect; call async_connect.
+    /// GCC 12 note: do not build the config in a full-expression that also contains co_await
+    /// (`session zk{co_await this_coro::executor, {.servers = ...}}`): GCC 12 miscompiles the
+    /// aggregate temporary. Take the executor into a local first.
+    session(executor_type ex, const session_config& config = {});
+    template <class ExecutionContext>
+        requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
+    session(ExecutionContext& ctx, const session_config& config = {}) : session(ctx.get_executor(), config)
+    {
+    }
+
+    session(session&&) noexcept = default;
+    session& operator=(session&&) noexcept;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    /// Closes the ZooKeeper session if async_close was not awaited: ephemeral nodes (held locks)
+    /// go at once. Outstanding operations complete with errc::session_closed. Prefer async_close:
+    /// here the C client's close (send the close request, wait for its reply: one round trip, at
+    /// most ~1.5 s if the server does not answer) runs on the calling thread.
+    ~session();
+
+    executor_type get_executor() const noexcept;
+    const session_config& config() const noexcept;
+
+    /// The current state (see session_state).
+    session_state state() const noexcept;
+    /// ZooKeeper's session id (0 until connected).
+    std::int64_t session_id() const noexcept;
+    /// The session timeout the server granted (0 until connected).
+    std::chrono::milliseconds negotiated_timeout() const noexcept;
+    /// How many ZooKeeper sessions this object has established (0 before the first connect).
+    std::uint64_t generation() const noexcept;
+
+    /// Connects: completes when a ZooKeeper session is established. Errors: errc::invalid_servers,
+    /// errc::connect_timeout (after config().connect_timeout; the attempt is abandoned and a new
+    /// async_connect starts afresh), zk_errc::auth_failed, errc::session_closed.
+    /// Cancellation: terminal (the attempt keeps going in the background).
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_connect(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, detail::session_ptr s) { detail::initiate_connect(std::move(s), std::move(h)); }, token, impl_);
+    }
+
+    /// Closes the ZooKeeper session: its ephemeral nodes go at once. Outstanding operations
+    /// complete with errc::session_closed. The C client's close waits for the server's answer; it
+    /// runs on a short-lived helper thread so this executor never blocks. Not cancellable.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_close(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, detail::session_ptr s) { detail::initiate_close(std::move(s), std::move(h)); }, token, impl_);
+    }
+
+    /// Completes at the next change of state(), with the new state. Cancellation: terminal.
+    template <asio::completion_token_for<void(error_code, session_state)> Token = asio::deferred_t>
+    auto async_wait_state_change(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, session_state)>(
+            [](auto h, detail::session_ptr s) { detail::initiate_wait_state(std::move(s), std::move(h)); }, token, impl_);
+    }
+
+    /// Creates a node. Completion: void(error_code, std::string created_path, stat).
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
+    auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
+            [](auto h, detail::session_ptr s, std::string p, std::string d, create_mode m) {
+                detail::initiate_create(std::move(s), std::move(p), std::move(d), m, std::move(h));
+            },
+            token, impl_, std::move(path), std::move(data), mode);
+    }
+
+    /// Deletes a node (version -1: any). Completion: void(error_code).
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_remove(std::string path, std::int32_t version = -1, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, detail::session_ptr s, std::string p, std::int32_t v) {
+                detail::initiate_remove(std::move(s), std::move(p), v, std::move(h));
+            },
+            token, impl_, std::move(path), version);
+    }
+
+    /// Completion: void(error_code, std::optional<stat>) — nullopt when the node does not exist.
+    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>)> Token = asio::deferred_t>
+    auto async_exists(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>)>(
+            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_exists(std::move(s), std::move(p), std::move(h)); },
+            token, impl_, std::move(path));
+    }
+
+    /// As async_exists, and sets a watch (fires on created, changed or deleted).
+    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>, watch)> Token = asio::deferred_t>
+    auto async_watch_exists(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>, watch)>(
+            [](auto h, detail::session_ptr s, std::string p) {
+                detail::initiate_watch_exists(std::move(s), std::move(p), std::move(h));
+            },
+            token, impl_, std::move(path));
+    }
+
+    /// Completion: void(error_code, std::string data, stat).
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
+    auto async_get_data(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
+            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_get_data(std::move(s), std::move(p), std::move(h)); },
+            token, impl_, std::move(path));
+    }
+
+    /// As async_get_data, and sets a data watch (fires on changed or deleted). No watch is left
+    /// behind when the node does not exist (zk_errc::no_node).
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat, watch)> Token = asio::deferred_t>
+    auto async_watch_data(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::string, zklock::stat, watch)>(
+            [](auto h, detail::session_ptr s, std::string p) {
+                detail::initiate_watch_data(std::move(s), std::move(p), std::move(h));
+            },
+            token, impl_, std::move(path));
+    }
+
+    /// Completion: void(error_code, stat).
+    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
+    auto async_set_data(std::string path, std::string data, std::int32_t version = -1, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, zklock::stat)>(
+            [](auto h, detail::session_ptr s, std::string p, std::string d, std::int32_t v) {
+                detail::initiate_set_data(std::move(s), std::move(p), std::move(d), v, std::move(h));
+            },
+            token, impl_, std::move(path), std::move(data), version);
+    }
+
+    /// Completion: void(error_code, std::vector<std::string> children) — names, not paths, unordered.
+    template <asio::completion_token_for<void(error_code, std::vector<std::string>)> Token = asio::deferred_t>
+    auto async_get_children(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::vector<std::string>)>(
+            [](auto h, detail::session_ptr s, std::string p) {
+                detail::initiate_get_children(std::move(s), std::move(p), std::move(h));
+            },
+            token, impl_, std::move(path));
+    }
+
+    /// As async_get_children, and sets a child watch.
+    template <asio::completion_token_for<void(error_code, std::vector<std::string>, watch)> Token = asio::deferred_t>
+    auto async_watch_children(std::string path, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::vector<std::string>, watch)>(
+            [](auto h, detail::session_ptr s, std::string p) {
+                detail::initiate_watch_children(std::move(s), std::move(p), std::move(h));
+            },
+            token, impl_, std::move(path));
+    }
+
+    /// Runs the operations as one transaction. Completion: void(error_code, std::vector<multi_result>);
+    /// on failure the error is the first failing operation's and every result carries its own code.
+    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
+    auto async_multi(std::vector<multi_op> ops, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
+            [](auto h, detail::session_ptr s, std::vector<multi_op> o) {
+                detail::initiate_multi(std::move(s), std::move(o), std::move(h));
+            },
+            token, impl_, std::move(ops));
+    }
+
+    /// For the recipes (mutex, shared_mutex, semaphore): the shared state.
+    const detail::session_ptr& impl() const noexcept { return impl_; }
+
+private:
+    detail::session_ptr impl_;
+};
+
+}  // namespace zklock

@@ -1,0 +1,96 @@
+// zklock/types.hpp — small value types shared by the session and the recipes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zklock/error.hpp>
+
+namespace zklock {
+
+/// A ZooKeeper node's metadata (the C client's `struct Stat`).
+struct stat {
+    std::int64_t czxid = 0;           ///< zxid of the transaction that created the node
+    std::int64_t mzxid = 0;           ///< zxid of the last data change
+    std::int64_t ctime = 0;           ///< creation time, ms since the epoch (server clock)
+    std::int64_t mtime = 0;
+    std::int32_t version = 0;         ///< data version
+    std::int32_t cversion = 0;        ///< children version
+    std::int32_t aversion = 0;        ///< ACL version
+    std::int64_t ephemeral_owner = 0; ///< session id of the owner, 0 if not ephemeral
+    std::int32_t data_length = 0;
+    std::int32_t num_children = 0;
+    std::int64_t pzxid = 0;
+};
+
+/// How async_create makes a node.
+enum class create_mode {
+    persistent,
+    ephemeral,
+    persistent_sequential,
+    ephemeral_sequential,
+    container,  ///< removed by the server some time after its last child goes
+};
+
+/// The state of a session (see session::state()).
+enum class session_state {
+    disconnected,  ///< not connected yet, or a connect attempt timed out
+    connecting,    ///< establishing a new ZooKeeper session
+    connected,     ///< connected; requests are served
+    suspended,     ///< connection lost; the ZooKeeper session may still be alive
+    expired,       ///< the server expired the session (a fresh one follows if configured)
+    closed,        ///< closed by the user or destroyed; terminal
+};
+
+const char* to_string(session_state s) noexcept;
+
+/// What a watch reports.
+enum class watch_event_type {
+    created,
+    deleted,
+    changed,
+    child,
+};
+
+struct watch_event {
+    watch_event_type type;
+    std::string path;
+};
+
+/// One operation of a multi (transaction).
+struct multi_op {
+    enum class kind { create, remove, set_data, check };
+    kind type = kind::check;
+    std::string path;
+    std::string data;
+    create_mode mode = create_mode::persistent;
+    std::int32_t version = -1;
+
+    static multi_op create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent)
+    {
+        return {kind::create, std::move(path), std::move(data), mode, -1};
+    }
+    static multi_op remove(std::string path, std::int32_t version = -1)
+    {
+        return {kind::remove, std::move(path), {}, create_mode::persistent, version};
+    }
+    static multi_op set_data(std::string path, std::string data, std::int32_t version = -1)
+    {
+        return {kind::set_data, std::move(path), std::move(data), create_mode::persistent, version};
+    }
+    static multi_op check(std::string path, std::int32_t version)
+    {
+        return {kind::check, std::move(path), {}, create_mode::persistent, version};
+    }
+};
+
+/// One result of a multi: its own error and, for create, the created path; for set_data, the stat.
+struct multi_result {
+    error_code ec;
+    std::string path;
+    zklock::stat stat;
+};
+
+}  // namespace zklock

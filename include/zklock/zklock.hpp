@@ -1,0 +1,12 @@
+// zklock — fair, cancellable distributed locks on Apache ZooKeeper for Boost.Asio.
+#pragma once
+
+#include <zklock/config.hpp>
+#include <zklock/error.hpp>
+#include <zklock/lease.hpp>
+#include <zklock/multi_lock.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
+#include <zklock/types.hpp>

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The ZKLOCK_SANITIZERS=1 part of scripts/test.sh, run after the regular suite has passed:
+#   1. the fault storm for 60 s (ctest label "soak") in the regular build;
+#   2. the whole suite built with ASan + UBSan, LeakSanitizer on       (build-asan);
+#   3. the tests that run an io_context on several threads, under TSan (build-tsan);
+#   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz).
+# About 25 minutes on 2 cores from scratch. Every step runs even if an earlier one failed; the
+# script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR; the fuzz
+# time per target: ZKLOCK_FUZZ_SECONDS; crashes are kept in build-fuzz/crashes-<target>/.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+asan=${ASAN_BUILD_DIR:-$here/build-asan}
+tsan=${TSAN_BUILD_DIR:-$here/build-tsan}
+fuzz=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+jobs=${JOBS:-$(nproc)}
+test_jobs=${TEST_JOBS:-2}
+fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
+
+start=$SECONDS
+failed=()
+step() { echo "== sanitizers [$((SECONDS - start)) s]: $*" >&2; }
+run() {  # run NAME COMMAND...: runs it, notes a failure
+    local name=$1
+    shift
+    "$@" || { echo "== sanitizers: FAILED: $name" >&2; failed+=("$name"); }
+}
+configure() {  # configure DIR CMAKE-ARGS...
+    local dir=$1
+    shift
+    cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DZKLOCK_BUILD_BENCH=OFF -DZKLOCK_BUILD_TOOLS=OFF "$@" >/dev/null
+}
+
+step "soak: the fault storm for 60 s"
+run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600"
+
+step "ASan+UBSan: building the suite in $asan"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+if configure "$asan" -DZKLOCK_SANITIZE=address,undefined && cmake --build "$asan" -j "$jobs" >&2; then
+    step "ASan+UBSan: running the suite"
+    # Not: the soak (done above), the staged install (its consumer is not built with ASan), the bench.
+    run asan bash -c "cd '$asan' && ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench'"
+else
+    failed+=("asan build")
+fi
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+step "TSan: building the threaded tests in $tsan"
+if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF &&
+    cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
+    step "TSan: running them"
+    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --timeout 900"
+else
+    failed+=("tsan build")
+fi
+
+step "libFuzzer: building the fuzz targets in $fuzz (clang)"
+if configure "$fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZKLOCK_BUILD_FUZZERS=ON \
+        -DZKLOCK_BUILD_EXAMPLES=OFF &&
+    cmake --build "$fuzz" -j "$jobs" --target zklock_fuzz_path zklock_fuzz_fsm >&2; then
+    for t in path fsm; do
+        step "libFuzzer: zklock_fuzz_$t for $fuzz_seconds s"
+        mkdir -p "$fuzz/corpus-$t" "$fuzz/crashes-$t"
+        dict=()
+        [ -f "$here/test/fuzz/$t.dict" ] && dict=(-dict="$here/test/fuzz/$t.dict")
+        run "fuzz $t" "$fuzz/test/fuzz/zklock_fuzz_$t" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
+            -artifact_prefix="$fuzz/crashes-$t/" "${dict[@]}" "$fuzz/corpus-$t"
+    done
+else
+    failed+=("fuzz build")
+fi
+
+step "done"
+if ((${#failed[@]})); then
+    echo "== sanitizers: failed: ${failed[*]}" >&2
+    exit 1
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The second command of the README: installs what is missing, builds, runs the whole test suite
+# (every test starts the ZooKeeper servers it needs on free loopback ports).
+#   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~25 min on 2 cores): the fault storm for
+#                        60 s, the suite under ASan+UBSan (leaks checked), the threaded tests under
+#                        TSan, the fuzz targets under libFuzzer. .ci/run sets it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bash "$here/scripts/install-deps.sh"
+bash "$here/scripts/build.sh" >&2
+cd "${BUILD_DIR:-$here/build}"
+ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 600 -LE soak
+if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then
+    bash "$here/scripts/test-sanitizers.sh"
+fi

@@ -1,0 +1,369 @@
+#include <zklock/detail/acquire_fsm.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace zklock::detail {
+
+verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_policy& policy)
+{
+    switch (policy.kind) {
+    case node_kind::exclusive:
+        if (own == 0) return {true, 0};
+        return {false, own - 1};
+    case node_kind::shared:
+        for (std::size_t i = own; i-- > 0;)
+            if (q[i].kind == node_kind::exclusive) return {false, i};
+        return {true, 0};
+    case node_kind::permit: {
+        // Only permit nodes count; the node `permits` permit-places before us is the one to watch.
+        std::size_t before = 0;
+        for (std::size_t i = own; i-- > 0;) {
+            if (q[i].kind != node_kind::permit) continue;
+            if (++before == policy.permits) return {false, i};
+        }
+        return {true, 0};
+    }
+    }
+    return {false, 0};
+}
+
+scan_result scan_queue(const std::vector<std::string>& children, std::string_view own_name, std::uint64_t own_id,
+                       const queue_policy& policy)
+{
+    scan_result r;
+    const auto own = parse_queue_view(own_name);
+    if (!own) return r;
+    std::int64_t head_seq = own->seq;
+    std::optional<queue_view> pred;  // exclusive: the node just before us; shared: the nearest writer
+    // Permits: the `permits` youngest permit nodes before us, oldest on top.
+    using entry = std::pair<std::int64_t, std::string_view>;
+    std::priority_queue<entry, std::vector<entry>, std::greater<>> permits;
+    for (const auto& c : children) {
+        const auto n = parse_queue_view(c);
+        if (!n) continue;
+        if (n->name == own_name) {
+            r.found = true;
+            continue;
+        }
+        if (n->id == own_id) r.duplicates.push_back(n->name);
+        head_seq = std::min(head_seq, n->seq);
+        if (n->seq > own->seq) {
+            r.has_successor = true;
+            continue;
+        }
+        ++r.position;
+        switch (policy.kind) {
+        case node_kind::exclusive:
+            if (!pred || n->seq > pred->seq) pred = n;
+            break;
+        case node_kind::shared:
+            if (n->kind == node_kind::exclusive && (!pred || n->seq > pred->seq)) pred = n;
+            break;
+        case node_kind::permit:
+            if (n->kind != node_kind::permit) break;
+            if (permits.size() < policy.permits) permits.emplace(n->seq, n->name);
+            else if (policy.permits > 0 && n->seq > permits.top().first) {
+                permits.pop();
+                permits.emplace(n->seq, n->name);
+            }
+            break;
+        }
+    }
+    if (!r.found) return r;
+    if (policy.kind == node_kind::permit && permits.size() == policy.permits && policy.permits > 0) {
+        pred = queue_view{permits.top().second, node_kind::permit, 0, permits.top().first};
+    }
+    if (!pred) {
+        r.acquired = true;
+        return r;
+    }
+    r.watch = pred->name;
+    r.watch_kind = pred->kind;
+    r.watch_is_head = pred->seq == head_seq;
+    return r;
+}
+
+using ak = acquire_fsm::action_kind;
+
+acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
+    : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id)),
+      try_only_(try_only)
+{
+}
+
+acquire_fsm::action acquire_fsm::start() { return create(); }
+
+acquire_fsm::action acquire_fsm::create()
+{
+    state_ = state::creating;
+    return {ak::create, join_path(dir_, prefix_), {}, {}};
+}
+
+acquire_fsm::action acquire_fsm::list()
+{
+    state_ = state::listing;
+    return {ak::list, dir_, {}, {}};
+}
+
+acquire_fsm::action acquire_fsm::remove()
+{
+    state_ = state::removing;
+    return {ak::remove, own_, {}, {}};
+}
+
+acquire_fsm::action acquire_fsm::finish(error_code ec)
+{
+    state_ = state::done;
+    return {ak::done, {}, ec, {}};
+}
+
+acquire_fsm::action acquire_fsm::wait_connected(state resume)
+{
+    state_ = state::waiting_connected;
+    resume_ = resume;
+    return {ak::wait_connected, {}, {}, {}};
+}
+
+// A non-retryable error with our node in place: take the node away first, then report.
+acquire_fsm::action acquire_fsm::fail(error_code ec)
+{
+    if (!abort_) abort_ = ec;
+    return own_.empty() ? finish(abort_) : remove();
+}
+
+acquire_fsm::action acquire_fsm::on_create(error_code ec, std::string created_path, std::int64_t czxid,
+                                           error_code list_ec, const std::vector<std::string>& children)
+{
+    if (state_ != state::creating) return {};
+    if (!ec) {
+        own_ = std::move(created_path);
+        czxid_ = czxid;
+        own_unknown_ = false;
+        if (abort_) return remove();
+        if (!list_ec) return evaluate_queue(children);
+        if (is_retryable(list_ec)) return wait_connected(state::listing);
+        return list();
+    }
+    if (ec == zk_errc::no_node) {
+        if (abort_) return finish(abort_);
+        if (++parent_retries_ > max_parent_retries) return finish(ec);
+        state_ = state::creating_parents;
+        return {ak::create_parents, dir_, {}, {}};
+    }
+    if (is_retryable(ec)) {
+        // The server may have created the node and the reply was lost: never create blindly again;
+        // list first and look for our attempt id.
+        own_unknown_ = true;
+        return wait_connected(state::listing);
+    }
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return finish(abort_ ? abort_ : ec);
+}
+
+acquire_fsm::action acquire_fsm::on_parents_created(error_code ec)
+{
+    if (state_ != state::creating_parents) return {};
+    if (abort_) return finish(abort_);
+    if (!ec || ec == zk_errc::node_exists) return create();
+    if (is_retryable(ec)) {
+        state_ = state::waiting_connected;
+        resume_ = state::creating_parents;
+        return {ak::wait_connected, {}, {}, {}};
+    }
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return finish(ec);
+}
+
+acquire_fsm::action acquire_fsm::find_own(const std::vector<std::string>& children)
+{
+    std::vector<queue_node> mine;
+    for (auto& n : make_queue(children))
+        if (n.id == id_ && n.kind == policy_.kind) mine.push_back(std::move(n));
+    if (mine.empty()) {
+        own_unknown_ = false;
+        return abort_ ? finish(abort_) : create();
+    }
+    // Keep the oldest; any later one is a duplicate and goes.
+    own_ = join_path(dir_, mine.front().name);
+    own_unknown_ = false;
+    action a = abort_ ? remove() : (state_ = state::statting, action{ak::stat_node, own_, {}, {}});
+    for (std::size_t i = 1; i < mine.size(); ++i) a.orphans.push_back(join_path(dir_, mine[i].name));
+    return a;
+}
+
+acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& children)
+{
+    const std::string_view own_name = base_name(own_);
+    auto r = scan_queue(children, own_name, id_, policy_);
+    if (!r.found) {
+        // Our node is gone although our session lives: someone deleted it.
+        own_.clear();
+        return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+    }
+    std::vector<std::string> orphans;
+    for (auto d : r.duplicates) orphans.push_back(join_path(dir_, d));
+    position_ = r.position;
+    action a;
+    if (r.acquired) {
+        // Mark only if someone may be waiting behind us: uncontended acquires stay at two writes.
+        mark_ = policy_.kind == node_kind::exclusive && r.has_successor;
+        fast_ = false;
+        a = finish({});
+    } else if (try_only_) {
+        abort_ = errc::would_block;
+        a = remove();
+    } else {
+        state_ = state::watching;
+        watched_ = join_path(dir_, r.watch);
+        // Head of our listing: nothing older can ever appear, so its deletion grants us the lock.
+        // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
+        // does not tell.)
+        watched_clear_ = r.watch_is_head && policy_.kind != node_kind::permit;
+        watched_kind_ = r.watch_kind;
+        a = {ak::watch, watched_, {}, {}};
+    }
+    a.orphans = std::move(orphans);
+    return a;
+}
+
+acquire_fsm::action acquire_fsm::on_children(error_code ec, const std::vector<std::string>& children)
+{
+    if (state_ != state::listing) return {};
+    if (!ec) {
+        if (own_unknown_) return find_own(children);
+        if (abort_) return remove();
+        return evaluate_queue(children);
+    }
+    if (is_retryable(ec)) return wait_connected(state::listing);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (ec == zk_errc::no_node && own_unknown_) {  // the directory is gone, and so is any node of ours
+        own_unknown_ = false;
+        return abort_ ? finish(abort_) : create();
+    }
+    return fail(ec);
+}
+
+acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid)
+{
+    if (state_ != state::statting) return {};
+    if (!ec) {
+        czxid_ = czxid;
+        return abort_ ? remove() : list();
+    }
+    if (is_retryable(ec)) return wait_connected(state::statting);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (ec == zk_errc::no_node) {
+        own_.clear();
+        return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+    }
+    return fail(ec);
+}
+
+acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, bool marked)
+{
+    if (state_ != state::watching) return {};
+    if (abort_) return remove();
+    if (!ec) {
+        // An exclusive node marked by its holder had nothing before it. (A marked reader would not
+        // say that: other readers may hold before it.)
+        if (marked && watched_kind_ == node_kind::exclusive && policy_.kind != node_kind::permit) watched_clear_ = true;
+        state_ = state::waiting;
+        return {ak::wait_event, {}, {}, {}};
+    }
+    if (ec == zk_errc::no_node) return list();  // it went before we could watch it: look again
+    if (is_retryable(ec)) return wait_connected(state::listing);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return fail(ec);
+}
+
+acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
+{
+    if (state_ != state::waiting) return {};
+    if (abort_) return remove();
+    if (deleted && watched_clear_) {
+        // Everything before the watched node was gone, and now it is too: we are at the head
+        // (exclusive) or behind no writer (shared).
+        mark_ = policy_.kind == node_kind::exclusive;  // we cannot know whether anyone waits behind us
+        fast_ = true;
+        return finish({});
+    }
+    if (!deleted) {  // its data changed (the holder mark, a revocation request): read it again
+        state_ = state::watching;
+        return {ak::watch, watched_, {}, {}};
+    }
+    return list();
+}
+
+acquire_fsm::action acquire_fsm::on_removed(error_code ec)
+{
+    if (state_ != state::removing) return {};
+    if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing) {
+        own_.clear();
+        return finish(abort_);
+    }
+    if (is_retryable(ec)) return wait_connected(state::removing);
+    // Anything else (no_auth on a node someone re-ACLed): nothing more we can do about it.
+    return finish(abort_);
+}
+
+acquire_fsm::action acquire_fsm::on_own_deleted()
+{
+    switch (state_) {
+    case state::listing:
+    case state::statting:
+    case state::watching:
+    case state::waiting:
+    case state::waiting_connected: break;
+    default: return {};  // not created yet, being removed by us, or done
+    }
+    if (own_.empty() || own_unknown_) return {};
+    own_.clear();
+    return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+}
+
+acquire_fsm::action acquire_fsm::on_connected()
+{
+    if (state_ != state::waiting_connected) return {};
+    switch (resume_) {
+    case state::creating_parents:
+        if (abort_) return finish(abort_);
+        state_ = state::creating_parents;
+        return {ak::create_parents, dir_, {}, {}};
+    case state::statting:
+        if (abort_) return remove();
+        state_ = state::statting;
+        return {ak::stat_node, own_, {}, {}};
+    case state::removing:
+        return remove();
+    case state::listing:
+    default:
+        if (abort_ && !own_unknown_) return own_.empty() ? finish(abort_) : remove();
+        return list();
+    }
+}
+
+acquire_fsm::action acquire_fsm::on_cancel(error_code reason)
+{
+    if (state_ == state::done || abort_) return {};
+    abort_ = reason;
+    switch (state_) {
+    case state::idle: return finish(abort_);
+    case state::waiting: return remove();
+    default: return {};  // a request is in flight (or we wait for the connection): act on its outcome
+    }
+}
+
+acquire_fsm::action acquire_fsm::on_session_lost(error_code ec)
+{
+    if (state_ == state::done) return {};
+    own_.clear();
+    if (ec == zk_errc::session_expired) ec = errc::session_expired;
+    else if (ec == zk_errc::closing) ec = errc::session_closed;
+    return finish(abort_ ? abort_ : ec);
+}
+
+}  // namespace zklock::detail

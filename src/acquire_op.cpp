@@ -1,0 +1,239 @@
+// The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
+#include "lease_state.hpp"
+#include "session_impl.hpp"
+
+#include <zklock/detail/acquire_fwd.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/shared_mutex.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+
+#include <unistd.h>
+
+namespace zklock::detail {
+
+namespace {
+
+// "host:pid", the default data of a queue node (zklock list shows it). The host name is read once
+// per process; the pid each time (a forked child has its own).
+std::string default_owner_info()
+{
+    static const std::string host = [] {
+        char buf[256] = {};
+        if (::gethostname(buf, sizeof buf - 1) != 0) buf[0] = '?';
+        return std::string(buf);
+    }();
+    return host + ":" + std::to_string(::getpid());
+}
+
+class acquire_op : public std::enable_shared_from_this<acquire_op> {
+public:
+    acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
+        : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
+          fsm_(std::move(req.dir), req.policy, new_attempt_id(), req.try_only), timeout_(req.timeout),
+          timer_(s_->executor()), h_(std::move(h), s_->executor())
+    {
+    }
+
+    void start()
+    {
+        in_initiation_ = true;
+        if (auto ec = validate_lock_path(fsm_.dir())) {
+            run(fsm_.on_cancel(ec));
+            in_initiation_ = false;
+            return;
+        }
+        if (auto slot = h_.slot(); slot.is_connected()) {
+            std::weak_ptr<acquire_op> weak = weak_from_this();
+            slot.assign([weak, ex = s_->executor()](asio::cancellation_type t) {
+                if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                          asio::cancellation_type::total)) == asio::cancellation_type::none)
+                    return;
+                // Signals may be emitted from anywhere (another op's completion, another thread's
+                // strand): hop onto the session's executor and act from there.
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
+                });
+            });
+        }
+        if (timeout_) {
+            timer_.expires_after(*timeout_);
+            timer_.async_wait([weak = weak_from_this()](error_code ec) {
+                if (ec) return;
+                if (auto self = weak.lock()) self->cancel(errc::timeout);
+            });
+        }
+        switch (s_->state()) {
+        case session_state::connected:
+        case session_state::suspended:
+            generation_ = s_->generation();
+            run(fsm_.start());
+            break;
+        case session_state::connecting:
+        case session_state::expired:
+            // A fresh ZooKeeper session is on its way (first connect, or after an expiry).
+            waiting_session_ = true;
+            s_->wait_connected(0, [self = shared_from_this()](error_code ec) {
+                self->waiting_session_ = false;
+                if (self->fsm_.finished()) return;
+                if (ec) return self->run(self->fsm_.on_cancel(ec));
+                self->generation_ = self->s_->generation();
+                self->run(self->fsm_.start());
+            });
+            break;
+        default: run(fsm_.on_cancel(s_->state() == session_state::closed ? errc::session_closed : errc::not_connected));
+        }
+        in_initiation_ = false;
+    }
+
+private:
+    using ak = acquire_fsm::action_kind;
+
+    void cancel(error_code reason)
+    {
+        if (fsm_.finished()) return;
+        if (waiting_session_) {  // nothing sent yet
+            waiting_session_ = false;
+            return run(fsm_.on_cancel(reason));
+        }
+        run(fsm_.on_cancel(reason));
+    }
+
+    void run(acquire_fsm::action a)
+    {
+        auto self = shared_from_this();
+        for (const auto& o : a.orphans) s_->remove(o, -1, [](error_code) {});
+        switch (a.kind) {
+        case ak::none: break;
+        case ak::create: {
+            // The create and the listing go out together: ZooKeeper runs one session's requests
+            // in order, so the list already contains our node (one round trip when uncontended).
+            auto created = std::make_shared<std::tuple<error_code, std::string, std::int64_t>>();
+            s_->create(a.path, owner_info_, create_mode::ephemeral_sequential,
+                       [created](error_code ec, std::string p, zklock::stat st) {
+                           *created = {ec, std::move(p), st.czxid};
+                       });
+            s_->get_children(fsm_.dir(), nullptr, [self, created](error_code ec, std::vector<std::string> c) {
+                auto& [cec, path, czxid] = *created;
+                self->run(self->fsm_.on_create(cec, std::move(path), czxid, ec, c));
+            });
+            break;
+        }
+        case ak::create_parents:
+            s_->create_containers(a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
+            break;
+        case ak::list:
+            s_->get_children(a.path, nullptr, [self](error_code ec, std::vector<std::string> c) {
+                self->run(self->fsm_.on_children(ec, c));
+            });
+            break;
+        case ak::stat_node:
+            s_->exists(a.path, nullptr, [self](error_code ec, std::optional<zklock::stat> st) {
+                if (!ec && !st) ec = zk_errc::no_node;
+                self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0));
+            });
+            break;
+        case ak::watch:
+            watch_own();
+            watch_ = s_->make_watch();
+            s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat) {
+                self->run(self->fsm_.on_watch_set(ec, !ec && data.ends_with(holder_mark)));
+            });
+            break;
+        case ak::wait_event:
+            watch_->wait([self](error_code ec, watch_event ev) {
+                self->run(ec ? self->fsm_.on_session_lost(ec)
+                             : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted));
+            });
+            break;
+        case ak::wait_connected:
+            s_->wait_connected(generation_, [self](error_code ec) {
+                self->run(ec ? self->fsm_.on_session_lost(ec) : self->fsm_.on_connected());
+            });
+            break;
+        case ak::remove:
+            if (watch_) watch_->cancel_wait();
+            s_->remove(a.path, -1, [self](error_code ec) { self->run(self->fsm_.on_removed(ec)); });
+            break;
+        case ak::done: finish(a.ec); break;
+        }
+    }
+
+    // Once we wait, a data watch on our own node as well, set before the first predecessor watch:
+    // if someone else deletes our node, the fsm hears of it before any later deletion (one
+    // session's replies and events arrive in order), so a handoff can never grant a node that is
+    // gone. One read per contended acquire (the uncontended path never gets here), and the lease
+    // takes the watch over on a grant, so it costs the holder nothing more.
+    void watch_own()
+    {
+        if (own_watch_ || fsm_.own_node().empty()) return;
+        own_watch_ = s_->make_watch();
+        auto self = shared_from_this();
+        s_->get_data(fsm_.own_node(), own_watch_, [self, w = own_watch_](error_code ec, std::string data, zklock::stat) {
+            if (!ec && data == revocation_request) self->own_revoke_seen_ = true;  // handed to the lease
+            if (!ec || self->own_watch_ != w) return;
+            // No watch was set: drop it (the next predecessor watch sets one again after a
+            // connection loss), and if our node is already gone, say so.
+            w->cancel_wait();
+            self->own_watch_.reset();
+            if (ec == zk_errc::no_node && !self->fsm_.finished()) self->run(self->fsm_.on_own_deleted());
+        });
+        own_watch_->wait([self, w = own_watch_](error_code ec, watch_event ev) {
+            if (ec || self->fsm_.finished() || self->own_watch_ != w) return;  // session losses come another way
+            self->own_watch_.reset();
+            if (ev.type == watch_event_type::deleted) return self->run(self->fsm_.on_own_deleted());
+            self->watch_own();  // its data changed: keep watching
+        });
+    }
+
+    void finish(error_code ec)
+    {
+        timer_.cancel();
+        if (watch_) watch_->cancel_wait();
+        watch_.reset();
+        auto own_watch = std::move(own_watch_);
+        if (own_watch) own_watch->cancel_wait();
+        lease result;
+        if (!ec) {
+            auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_);
+            s_->add_lease(ls);
+            ls->start(std::move(own_watch), own_revoke_seen_);
+            // Tell a successor we hold the lock, so that our release hands over without its re-list
+            // (see holder_mark_delay).
+            if (fsm_.should_mark()) ls->mark_after(holder_mark_delay, owner_info_ + std::string(holder_mark));
+            if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
+            result = lease(std::move(ls));
+        }
+        if (in_initiation_) h_.post(ec, std::move(result));
+        else h_.complete(ec, std::move(result));
+    }
+
+    session_ptr s_;
+    std::string owner_info_;
+    acquire_fsm fsm_;
+    std::optional<std::chrono::steady_clock::duration> timeout_;
+    asio::steady_timer timer_;
+    stored_handler<error_code, lease> h_;
+    std::shared_ptr<watch_state> watch_;
+    std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
+    bool own_revoke_seen_ = false;
+    std::uint64_t generation_ = 0;
+    bool in_initiation_ = false;
+    bool waiting_session_ = false;
+};
+
+}  // namespace
+
+void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
+{
+    std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start();
+}
+
+}  // namespace zklock::detail
+
+namespace zklock {
+
+mutex::executor_type mutex::get_executor() const noexcept { return s_->executor(); }
+shared_mutex::executor_type shared_mutex::get_executor() const noexcept { return s_->executor(); }
+
+}  // namespace zklock

@@ -1,0 +1,101 @@
+#include <zklock/error.hpp>
+
+#include <string>
+
+namespace zklock {
+namespace {
+
+class zklock_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "zklock"; }
+    std::string message(int ev) const override
+    {
+        switch (static_cast<errc>(ev)) {
+        case errc::timeout: return "The operation did not complete before its deadline.";
+        case errc::would_block: return "The lock is held by another owner and the attempt was a try.";
+        case errc::lock_lost: return "The lock was lost: its queue node no longer exists.";
+        case errc::session_expired:
+            return "The ZooKeeper session expired (or was presumed expired); its ephemeral nodes are gone.";
+        case errc::session_closed: return "The ZooKeeper session was closed while the operation was running.";
+        case errc::not_connected: return "The session is not connected; call async_connect first.";
+        case errc::connect_timeout: return "No ZooKeeper server accepted the session within the connect timeout.";
+        case errc::invalid_path:
+            return "The path is not a valid lock path (absolute, canonical, no control characters, "
+                   "not under /zookeeper, at most 1024 bytes).";
+        case errc::invalid_servers:
+            return "The server list is empty or malformed (expected host:port[,host:port...][/chroot]).";
+        case errc::invalid_argument: return "An argument is out of range.";
+        case errc::permit_mismatch:
+            return "The semaphore exists with a different permit count than the one given.";
+        case errc::already_released: return "The lease does not hold a lock (released, moved from or empty).";
+        case errc::revoked: return "The holder was asked to give the lock up.";
+        }
+        return "Unknown zklock error " + std::to_string(ev) + ".";
+    }
+};
+
+class zookeeper_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "zookeeper"; }
+    std::string message(int ev) const override
+    {
+        switch (static_cast<zk_errc>(ev)) {
+        case zk_errc::system_error: return "ZooKeeper client system error.";
+        case zk_errc::runtime_inconsistency: return "ZooKeeper found a runtime inconsistency.";
+        case zk_errc::data_inconsistency: return "ZooKeeper found a data inconsistency.";
+        case zk_errc::connection_loss: return "The connection to the ZooKeeper server was lost.";
+        case zk_errc::marshalling_error: return "ZooKeeper could not marshal or unmarshal a message.";
+        case zk_errc::unimplemented: return "The ZooKeeper operation is not implemented.";
+        case zk_errc::operation_timeout: return "The ZooKeeper operation timed out.";
+        case zk_errc::bad_arguments: return "ZooKeeper rejected the arguments.";
+        case zk_errc::invalid_state: return "The ZooKeeper handle is in an invalid state.";
+        case zk_errc::new_config_no_quorum: return "No quorum of the new ZooKeeper configuration is connected.";
+        case zk_errc::reconfig_in_progress: return "A ZooKeeper reconfiguration is already in progress.";
+        case zk_errc::ssl_connection_error: return "The TLS connection to ZooKeeper failed.";
+        case zk_errc::api_error: return "ZooKeeper API error.";
+        case zk_errc::no_node: return "The ZooKeeper node does not exist.";
+        case zk_errc::no_auth: return "Not authorised: the node's ACL does not allow this operation.";
+        case zk_errc::bad_version: return "The ZooKeeper node's version does not match.";
+        case zk_errc::no_children_for_ephemerals: return "Ephemeral ZooKeeper nodes may not have children.";
+        case zk_errc::node_exists: return "The ZooKeeper node already exists.";
+        case zk_errc::not_empty: return "The ZooKeeper node has children.";
+        case zk_errc::session_expired: return "The ZooKeeper session has expired.";
+        case zk_errc::invalid_callback: return "Invalid ZooKeeper callback.";
+        case zk_errc::invalid_acl: return "Invalid ZooKeeper ACL.";
+        case zk_errc::auth_failed: return "ZooKeeper authentication failed.";
+        case zk_errc::closing: return "The ZooKeeper session is closing.";
+        case zk_errc::nothing: return "No ZooKeeper server response to process.";
+        case zk_errc::session_moved: return "The ZooKeeper session moved to another server.";
+        case zk_errc::not_read_only: return "A write was sent to a read-only ZooKeeper server.";
+        case zk_errc::ephemeral_on_local_session: return "Ephemeral nodes cannot be created on a local session.";
+        case zk_errc::no_watcher: return "The watch to remove does not exist.";
+        case zk_errc::reconfig_disabled: return "ZooKeeper dynamic reconfiguration is disabled.";
+        case zk_errc::session_closed_require_sasl_auth: return "The session was closed: SASL authentication is required.";
+        case zk_errc::quota_exceeded: return "A ZooKeeper quota was exceeded.";
+        case zk_errc::throttled_op: return "The ZooKeeper server throttled the operation.";
+        }
+        return "ZooKeeper error " + std::to_string(ev) + ".";
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& zklock_category() noexcept
+{
+    static const zklock_category_impl c;
+    return c;
+}
+
+const boost::system::error_category& zookeeper_category() noexcept
+{
+    static const zookeeper_category_impl c;
+    return c;
+}
+
+bool is_retryable(const error_code& ec) noexcept
+{
+    return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout ||
+           ec == zk_errc::session_moved || ec == zk_errc::throttled_op;
+}
+
+}  // namespace zklock

@@ -1,0 +1,88 @@
+// Holding a user's completion handler across asynchronous steps, the way Asio's own operations do:
+// outstanding work on the handler's executor, completion dispatched there, cancellation slot
+// cleared before the upcall.
+#pragma once
+
+#include <zklock/detail/session_fwd.hpp>
+
+#include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace zklock::detail {
+
+namespace asio = boost::asio;
+
+template <class... Args> class stored_handler {
+public:
+    stored_handler() = default;
+    stored_handler(handler<Args...> h, const asio::any_io_executor& io_ex)
+        : io_ex_(io_ex),
+          work_(asio::prefer(asio::get_associated_executor(h, io_ex), asio::execution::outstanding_work.tracked)),
+          h_(std::move(h))
+    {
+    }
+
+    explicit operator bool() const noexcept { return static_cast<bool>(h_); }
+
+    asio::cancellation_slot slot() const noexcept { return asio::get_associated_cancellation_slot(h_); }
+
+    /// Completes from a context that is not the initiating function (dispatch: may run inline).
+    void complete(Args... args) { finish<false>(std::move(args)...); }
+    /// Completes from the initiating function (post: never inline).
+    void post(Args... args) { finish<true>(std::move(args)...); }
+
+private:
+    template <bool Post> void finish(Args... args)
+    {
+        if (!h_) return;
+        if (auto s = slot(); s.is_connected()) s.clear();
+        auto ex = std::move(*work_);
+        work_.reset();
+        auto h = std::move(h_);
+        if constexpr (Post)
+            // Out of the initiating function first (through the session's executor), then onto
+            // the handler's.
+            asio::post(io_ex_, [ex = std::move(ex), h = asio::append(std::move(h), std::move(args)...)]() mutable {
+                asio::dispatch(ex, std::move(h));
+            });
+        else
+            asio::dispatch(ex, asio::append(std::move(h), std::move(args)...));
+    }
+
+    asio::any_io_executor io_ex_;
+    std::optional<asio::any_completion_executor> work_;
+    handler<Args...> h_;
+};
+
+/// Terminal cancellation of a wait that has no side effect to undo: completes the handler at once
+/// with operation_aborted (on the session's executor); whatever completes later finds it empty.
+template <class... Rest>
+void allow_terminal_cancel(const std::shared_ptr<stored_handler<error_code, Rest...>>& sh, const asio::any_io_executor& ex)
+{
+    auto slot = sh->slot();
+    if (!slot.is_connected()) return;
+    std::weak_ptr<stored_handler<error_code, Rest...>> weak = sh;
+    slot.assign([weak, ex](asio::cancellation_type t) {
+        if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) ==
+            asio::cancellation_type::none)
+            return;
+        asio::post(ex, [weak] {
+            if (auto h = weak.lock(); h && *h) h->complete(asio::error::operation_aborted, Rest{}...);
+        });
+    });
+}
+
+}  // namespace zklock::detail

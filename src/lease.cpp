@@ -1,0 +1,297 @@
+#include "lease_state.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+
+namespace zklock {
+
+const char* to_string(lease_status s) noexcept
+{
+    switch (s) {
+    case lease_status::held: return "held";
+    case lease_status::suspended: return "suspended";
+    case lease_status::lost: return "lost";
+    case lease_status::released: return "released";
+    }
+    return "unknown";
+}
+
+}  // namespace zklock
+
+namespace zklock::detail {
+
+lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation)
+    : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation)
+{
+}
+
+void lease_state::start(std::shared_ptr<watch_state> adopted, bool revoke_seen)
+{
+    revoke_requested_ = revoke_seen;
+    if (adopted) {
+        node_watch_ = std::move(adopted);
+        arm_node_watch();
+    }
+}
+
+void lease_state::mark_after(std::chrono::steady_clock::duration delay, std::string data)
+{
+    mark_timer_ = std::make_unique<asio::steady_timer>(s_->executor(), delay);
+    std::weak_ptr<lease_state> weak = weak_from_this();
+    mark_timer_->async_wait([weak, data = std::move(data)](error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->status_ != lease_status::held) return;
+        self->s_->set_data(self->node_, data, -1, [](error_code, zklock::stat) {});
+    });
+}
+
+void lease_state::ensure_watch()
+{
+    if (node_watch_ || (status_ != lease_status::held && status_ != lease_status::suspended)) return;
+    watch_node();
+}
+
+void lease_state::watch_node()
+{
+    // A data watch on our own node: a deletion by anyone but us (an operator, a bug) becomes
+    // lock_lost, and a revocation request written into the node's data is seen.
+    auto w = node_watch_ = s_->make_watch();
+    std::weak_ptr<lease_state> weak = weak_from_this();
+    s_->get_data(node_, w, [weak, w](error_code ec, std::string data, zklock::stat) {
+        auto self = weak.lock();
+        if (!self || self->node_watch_ != w) return;
+        if (!ec) return self->on_node_data(data);
+        self->node_watch_.reset();  // no watch was set
+        if (ec == zk_errc::no_node) return self->set_lost(errc::lock_lost);
+        if (is_retryable(ec)) {  // again once connected (an expiry reaches us through on_session_state)
+            self->s_->wait_connected(self->generation_, [weak](error_code ec2) {
+                if (auto self2 = weak.lock(); self2 && !ec2 && self2->has_waiters()) self2->ensure_watch();
+            });
+        }
+    });
+    arm_node_watch();
+}
+
+void lease_state::arm_node_watch()
+{
+    std::weak_ptr<lease_state> weak = weak_from_this();
+    node_watch_->wait([weak, w = node_watch_](error_code ec, watch_event ev) {
+        auto self = weak.lock();
+        if (!self || ec || self->node_watch_ != w) return;  // session-wide losses arrive through on_session_state
+        self->node_watch_.reset();
+        if (self->status_ != lease_status::held && self->status_ != lease_status::suspended) return;
+        if (ev.type == watch_event_type::deleted) return self->set_lost(errc::lock_lost);
+        // The data changed (a revocation request, or our own holder mark): read it and watch on,
+        // if anyone is listening; if not, the next one to ask sets the watch again.
+        if (self->has_waiters()) self->watch_node();
+    });
+}
+
+void lease_state::on_node_data(const std::string& data)
+{
+    if (revoke_requested_ || data != revocation_request) return;
+    revoke_requested_ = true;
+    auto waiters = std::move(revoke_waiters_);
+    revoke_waiters_.clear();
+    for (auto& w : waiters) w({});
+}
+
+void lease_state::wait_revocation(unique_function<void(error_code)> cb)
+{
+    revoke_waiters_.push_back(std::move(cb));
+    ensure_watch();
+}
+
+void lease_state::set_status(lease_status st)
+{
+    if (st == status_) return;
+    status_ = st;
+    auto waiters = std::move(status_waiters_);
+    status_waiters_.clear();
+    for (auto& w : waiters) w({}, st);
+}
+
+void lease_state::set_lost(error_code reason)
+{
+    if (status_ == lease_status::lost || status_ == lease_status::released) return;
+    lost_reason_ = reason;
+    if (mark_timer_) mark_timer_->cancel();
+    set_status(lease_status::lost);
+    auto waiters = std::move(lost_waiters_);
+    lost_waiters_.clear();
+    for (auto& w : waiters) w(reason);
+    auto revoke = std::move(revoke_waiters_);
+    revoke_waiters_.clear();
+    for (auto& w : revoke) w(reason);
+}
+
+void lease_state::on_session_state(session_state st, std::uint64_t generation)
+{
+    if (status_ == lease_status::lost || status_ == lease_status::released) return;
+    switch (st) {
+    case session_state::connected:
+        if (generation != generation_) set_lost(errc::session_expired);
+        else set_status(lease_status::held);
+        break;
+    case session_state::suspended: set_status(lease_status::suspended); break;
+    case session_state::expired: set_lost(errc::session_expired); break;
+    case session_state::closed: set_lost(errc::session_closed); break;
+    default: break;
+    }
+}
+
+void lease_state::on_presumed_expired()
+{
+    if (status_ != lease_status::held && status_ != lease_status::suspended) return;
+    set_lost(errc::session_expired);
+    // The session may yet come back (the server may not have expired it): our node must not go on
+    // blocking the queue for a holder that has been told it lost the lock.
+    remove_node({});
+}
+
+void lease_state::release(unique_function<void(error_code)> cb)
+{
+    if (status_ == lease_status::released) {
+        if (cb) cb(errc::already_released);
+        return;
+    }
+    status_ = lease_status::released;
+    if (mark_timer_) mark_timer_->cancel();
+    auto lost = std::move(lost_waiters_);
+    lost_waiters_.clear();
+    for (auto& w : lost) w(asio::error::operation_aborted);
+    auto revoke = std::move(revoke_waiters_);
+    revoke_waiters_.clear();
+    for (auto& w : revoke) w(asio::error::operation_aborted);
+    auto waiters = std::move(status_waiters_);
+    status_waiters_.clear();
+    for (auto& w : waiters) w({}, lease_status::released);
+    node_watch_.reset();
+    remove_node(std::move(cb));
+}
+
+void lease_state::remove_node(unique_function<void(error_code)> cb)
+{
+    auto self = shared_from_this();
+    s_->remove(node_, -1, [self, cb = std::move(cb)](error_code ec) mutable {
+        auto done = [&](error_code e) {
+            if (cb) cb(e);
+        };
+        // Gone is gone: deleted now, already (a lost reply, someone else), or with its session.
+        if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing ||
+            ec == errc::session_closed || ec == errc::session_expired)
+            return done({});
+        if (is_retryable(ec) || ec == errc::not_connected) {
+            self->s_->wait_connected(self->generation_, [self, cb = std::move(cb)](error_code ec2) mutable {
+                if (ec2) {  // the session that owned the node is over, and the node with it
+                    if (cb) cb({});
+                } else
+                    self->remove_node(std::move(cb));
+            });
+            return;
+        }
+        done(ec);
+    });
+}
+
+void lease_state::wait_lost(unique_function<void(error_code)> cb)
+{
+    lost_waiters_.push_back(std::move(cb));
+    ensure_watch();
+}
+
+void lease_state::wait_status(unique_function<void(error_code, lease_status)> cb)
+{
+    status_waiters_.push_back(std::move(cb));
+    ensure_watch();
+}
+
+namespace {
+
+template <class... Args> void post_now(handler<Args...> h, Args... args)
+{
+    stored_handler<Args...> sh(std::move(h), asio::system_executor());
+    sh.post(std::move(args)...);
+}
+
+}  // namespace
+
+void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
+{
+    if (!s || s->status() == lease_status::released) return post_now<error_code>(std::move(h), errc::already_released);
+    auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
+    s->release([sh](error_code ec) { sh->complete(ec); });
+}
+
+void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
+{
+    if (!s) return post_now<error_code>(std::move(h), errc::already_released);
+    if (s->status() == lease_status::lost) return post_now<error_code>(std::move(h), s->lost_reason());
+    if (s->status() == lease_status::released) return post_now<error_code>(std::move(h), asio::error::operation_aborted);
+    auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
+    allow_terminal_cancel(sh, s->session()->executor());
+    s->wait_lost([sh](error_code ec) {
+        if (*sh) sh->complete(ec);
+    });
+}
+
+void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h)
+{
+    if (!s) return post_now<error_code>(std::move(h), errc::already_released);
+    if (s->revocation_requested()) return post_now<error_code>(std::move(h), {});
+    if (s->status() == lease_status::lost) return post_now<error_code>(std::move(h), s->lost_reason());
+    if (s->status() == lease_status::released) return post_now<error_code>(std::move(h), asio::error::operation_aborted);
+    auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
+    allow_terminal_cancel(sh, s->session()->executor());
+    s->wait_revocation([sh](error_code ec) {
+        if (*sh) sh->complete(ec);
+    });
+}
+
+void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h)
+{
+    if (!s) return post_now<error_code, lease_status>(std::move(h), errc::already_released, lease_status::released);
+    auto sh = std::make_shared<stored_handler<error_code, lease_status>>(std::move(h), s->session()->executor());
+    allow_terminal_cancel(sh, s->session()->executor());
+    s->wait_status([sh](error_code ec, lease_status st) {
+        if (*sh) sh->complete(ec, st);
+    });
+}
+
+}  // namespace zklock::detail
+
+namespace zklock {
+
+lease::lease(std::shared_ptr<detail::lease_state> s) noexcept : state_(std::move(s)) {}
+
+lease& lease::operator=(lease&& other) noexcept
+{
+    if (this != &other) {
+        if (owns_lock()) state_->release({});
+        state_ = std::move(other.state_);
+    }
+    return *this;
+}
+
+lease::~lease()
+{
+    if (state_ && state_->status() != lease_status::released) state_->release({});
+}
+
+bool lease::owns_lock() const noexcept
+{
+    return state_ && (state_->status() == lease_status::held || state_->status() == lease_status::suspended);
+}
+
+lease_status lease::status() const noexcept { return state_ ? state_->status() : lease_status::released; }
+std::int64_t lease::fencing_token() const noexcept { return state_ ? state_->token() : 0; }
+
+const std::string& lease::node() const noexcept
+{
+    static const std::string empty;
+    return state_ ? state_->node() : empty;
+}
+
+error_code lease::lost_reason() const noexcept { return state_ ? state_->lost_reason() : error_code{}; }
+bool lease::revocation_requested() const noexcept { return state_ && state_->revocation_requested(); }
+
+}  // namespace zklock

@@ -1,0 +1,69 @@
+// What a lease knows: its node, its token, and whether the session still backs it.
+#pragma once
+
+#include "session_impl.hpp"
+
+#include <zklock/lease.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace zklock::detail {
+
+class lease_state : public std::enable_shared_from_this<lease_state> {
+public:
+    lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation);
+
+    /// `adopted`: the data watch the acquire kept on our node while it waited, if any (it becomes
+    /// ours at no cost); `revoke_seen`: that watch read a revocation request.
+    void start(std::shared_ptr<watch_state> adopted, bool revoke_seen);
+    /// Writes `data` (the holder mark) into our node after `delay`, if we still hold the lock then.
+    void mark_after(std::chrono::steady_clock::duration delay, std::string data);
+    void on_session_state(session_state st, std::uint64_t generation);
+    void on_presumed_expired();
+    /// Deletes the node (retried across connection loss). `cb` may be empty (background release).
+    void release(unique_function<void(error_code)> cb);
+
+    void wait_lost(unique_function<void(error_code)> cb);
+    void wait_status(unique_function<void(error_code, lease_status)> cb);
+    void wait_revocation(unique_function<void(error_code)> cb);
+    bool revocation_requested() const noexcept { return revoke_requested_; }
+
+    lease_status status() const noexcept { return status_; }
+    const std::string& node() const noexcept { return node_; }
+    std::int64_t token() const noexcept { return token_; }
+    error_code lost_reason() const noexcept { return lost_reason_; }
+    const session_ptr& session() const noexcept { return s_; }
+
+private:
+    void set_status(lease_status st);
+    void set_lost(error_code reason);
+    void remove_node(unique_function<void(error_code)> cb);
+    // Our node is watched only while someone awaits lost, status or revocation (or the watch came
+    // for free from the acquire): a holder nobody asks about costs no read per grant.
+    void ensure_watch();
+    void watch_node();
+    void arm_node_watch();
+    bool has_waiters() const noexcept
+    {
+        return !lost_waiters_.empty() || !status_waiters_.empty() || !revoke_waiters_.empty();
+    }
+
+    session_ptr s_;
+    std::string node_;
+    std::int64_t token_;
+    std::uint64_t generation_;
+    lease_status status_ = lease_status::held;
+    error_code lost_reason_;
+    std::shared_ptr<watch_state> node_watch_;
+    std::unique_ptr<asio::steady_timer> mark_timer_;
+    std::vector<unique_function<void(error_code)>> lost_waiters_;
+    std::vector<unique_function<void(error_code, lease_status)>> status_waiters_;
+    std::vector<unique_function<void(error_code)>> revoke_waiters_;
+    bool revoke_requested_ = false;
+    void on_node_data(const std::string& data);
+};
+
+}  // namespace zklock::detail

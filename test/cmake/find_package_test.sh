@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs zklock from BUILD_DIR into a staging prefix, then configures, builds and runs a
+# downstream project that uses find_package(zklock). Each step's output is shown if it fails.
+set -euo pipefail
+build_dir=$1
+src_dir=$(cd "$(dirname "$0")" && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+quiet() {  # runs a command, printing its output only when it fails
+    local out
+    if ! out=$("$@" 2>&1); then
+        printf 'failed: %s\n%s\n' "$*" "$out" >&2
+        return 1
+    fi
+}
+quiet cmake --install "$build_dir" --prefix "$stage/prefix"
+quiet cmake -S "$src_dir/consumer" -B "$stage/build" -G Ninja -DCMAKE_PREFIX_PATH="$stage/prefix"
+quiet cmake --build "$stage/build"
+"$stage/build/consumer"
+test -f "$stage/prefix/include/zklock/mutex.hpp"
+grep -qs 'INTERFACE_INCLUDE_DIRECTORIES "${_IMPORT_PREFIX}/include"' "$stage"/prefix/lib*/cmake/zklock/zklockTargets.cmake ||
+    { echo "the installed zklock::zklock has no include directory" >&2; exit 1; }
+echo "find_package(zklock) from a staged install: ok"

@@ -1,0 +1,95 @@
+// Shared helpers of the zklock tests.
+#pragma once
+
+#include <zklock/zklock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <unistd.h>
+
+namespace zklock::test {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+
+inline constexpr auto tuple = asio::as_tuple(asio::deferred);
+
+/// Runs `co_main()` on a fresh io_context with a watchdog: a hang fails the test instead of
+/// stalling CI. Exceptions from the coroutine fail the test with their message.
+template <class F> void run(F&& co_main, std::chrono::seconds limit = std::chrono::seconds(90))
+{
+    asio::io_context ioc;
+    bool done = false;
+    std::exception_ptr error;
+    asio::co_spawn(ioc, std::forward<F>(co_main)(), [&](std::exception_ptr e) {
+        done = true;
+        error = e;
+    });
+    ioc.run_for(limit);
+    REQUIRE_MESSAGE(done, "the test coroutine did not finish within " << limit.count() << " s (hang)");
+    if (error) std::rethrow_exception(error);
+}
+
+/// A lock path no other test (or earlier run) uses.
+inline std::string unique_path(const std::string& name)
+{
+    static std::atomic<int> counter{0};
+    return "/zklock-test/" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+inline awaitable<void> sleep_for(std::chrono::steady_clock::duration d)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(asio::deferred);
+}
+
+/// Connects a session with test-friendly timeouts.
+inline awaitable<void> connect(session& s) { co_await s.async_connect(asio::deferred); }
+
+inline session_config config_for(const std::string& servers, std::chrono::milliseconds session_timeout = 4000ms)
+{
+    session_config c;
+    c.servers = servers;
+    c.session_timeout = session_timeout;
+    c.connect_timeout = 15s;
+    return c;
+}
+
+/// The queue nodes under `path` (empty when the directory does not exist).
+inline awaitable<std::vector<std::string>> children_of(session& s, const std::string& path)
+{
+    auto [ec, kids] = co_await s.async_get_children(path, tuple);
+    if (ec == zk_errc::no_node) co_return std::vector<std::string>{};
+    if (ec) throw boost::system::system_error(ec);
+    co_return kids;
+}
+
+/// Polls until `path` has `n` children, or the deadline passes. Returns the last count.
+inline awaitable<std::size_t> wait_children(session& s, const std::string& path, std::size_t n,
+                                            std::chrono::milliseconds limit = 20s)
+{
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    std::size_t count = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+        count = (co_await children_of(s, path)).size();
+        if (count == n) break;
+        co_await sleep_for(10ms);
+    }
+    co_return count;
+}
+
+}  // namespace zklock::test

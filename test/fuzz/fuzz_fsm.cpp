@@ -1,0 +1,380 @@
+// Fuzz target: the acquire state machine fed random event sequences by a model of ZooKeeper.
+//
+// The bytes choose, step by step: the reply to the request in flight (as the simulated server
+// computes it, or lost: applied or not, the connection gone), other clients adding, marking and
+// deleting their queue nodes, someone deleting our node, the session expiring, a cancel or a
+// timeout, the lock directory being reclaimed. When the bytes run out, the world calms down: every
+// request succeeds and the node we wait on goes away, with a cancel first if the first byte says so.
+//
+// Invariants:
+//  * it completes exactly once, and does nothing after completing (every later event: no action);
+//  * it never stalls: every reply gets an action, and in the calm it completes in bounded steps
+//    (so after a cancel it reaches done);
+//  * it only ever asks to remove nodes it created (its own and duplicates under its attempt id);
+//  * it never creates a node while one of its own exists (a lost create reply is resolved by
+//    looking for its id, not by creating again);
+//  * granted means: our node exists, it is the one the token belongs to, the queue grants it by the
+//    policy, and no duplicate of ours is left;
+//  * failed means: no node of ours is left behind (unless the session died, which took them).
+#include "fuzz_check.hpp"
+
+#include <zklock/detail/acquire_fsm.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace zklock;
+using namespace zklock::detail;
+using ak = acquire_fsm::action_kind;
+
+namespace {
+
+struct bytes {
+    const std::uint8_t* p;
+    std::size_t n;
+    std::size_t i = 0;
+    bool empty() const { return i >= n; }
+    unsigned pick(unsigned k) { return i < n ? p[i++] % k : 0; }
+};
+
+const error_code ok{};
+const error_code loss = zk_errc::connection_loss;
+const error_code zk_expired = zk_errc::session_expired;
+
+// ZKLOCK_FUZZ_TRACE=1: print every action and event (to understand a saved crash with the replay driver).
+const bool trace = std::getenv("ZKLOCK_FUZZ_TRACE") != nullptr;
+
+const char* kind_name(ak k)
+{
+    static const char* names[] = {"none", "create", "create_parents", "list", "stat_node", "watch",
+                                  "wait_event", "wait_connected", "remove", "done"};
+    return names[static_cast<int>(k)];
+}
+
+std::string seq10(std::int64_t seq)
+{
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%010lld", static_cast<long long>(seq));
+    return buf;
+}
+
+struct znode {
+    bool ours = false;
+    std::int64_t czxid = 0;
+    bool marked = false;
+};
+
+class world {
+public:
+    explicit world(bytes& in)
+        : in_(in), policy_(make_policy(in.pick(256))), try_only_(in.pick(4) == 0), dir_exists_(in.pick(4) != 0),
+          cancel_in_calm_(in.pick(2) == 0), fsm_(dir_, policy_, me_, try_only_),
+          prefix_(node_prefix(policy_.kind, me_))
+    {
+        if (dir_exists_) {
+            const unsigned others = in_.pick(6);
+            for (unsigned k = 0; k < others; ++k) add_other();
+        }
+    }
+
+    void run()
+    {
+        feed(fsm_.start());
+        for (int step = 0; step < 400 && !in_.empty() && done_ == 0; ++step) event(in_.pick(16));
+        calm();
+        after_done();
+    }
+
+private:
+    static queue_policy make_policy(unsigned b)
+    {
+        switch (b % 3) {
+        case 0: return {node_kind::exclusive, 1};
+        case 1: return {node_kind::shared, 1};
+        default: return {node_kind::permit, 1 + (b / 3) % 3};
+        }
+    }
+
+    std::string path(const std::string& name) const { return dir_ + "/" + name; }
+    std::vector<std::string> names() const
+    {
+        std::vector<std::string> v;
+        for (const auto& [name, n] : kids_) v.push_back(name);
+        return v;
+    }
+    std::size_t ours_count() const
+    {
+        std::size_t k = 0;
+        for (const auto& [name, n] : kids_) k += n.ours;
+        return k;
+    }
+    bool exists(const std::string& p) const { return p.starts_with(dir_ + "/") && kids_.count(p.substr(dir_.size() + 1)); }
+    znode* find(const std::string& p) { return exists(p) ? &kids_[p.substr(dir_.size() + 1)] : nullptr; }
+
+    void add_other()
+    {
+        if (!dir_exists_ || kids_.size() >= 64) return;  // a queue the calm can drain in its 1000 steps
+        node_kind kind = policy_.kind == node_kind::permit ? node_kind::permit
+                         : in_.pick(2)                     ? node_kind::exclusive
+                                                           : node_kind::shared;
+        kids_[node_prefix(kind, 0x5000 + next_seq_) + seq10(next_seq_)] = {false, zxid_++, false};
+        ++next_seq_;
+    }
+
+    // The watched node changed (deleted or marked): the one-shot watch fires.
+    void watched_changed(const std::string& p, bool deleted)
+    {
+        if (!watch_armed_ || watched_ != p) return;
+        watch_armed_ = false;
+        if (pending_.kind == ak::wait_event) feed(fsm_.on_watch_fired(deleted));
+    }
+
+    void remove_node(const std::string& p)
+    {
+        kids_.erase(p.substr(dir_.size() + 1));
+        watched_changed(p, true);
+    }
+
+    // Check an action of the machine, apply its fire-and-forget part, remember what is in flight.
+    void feed(acquire_fsm::action a, bool is_reply = false)
+    {
+        if (trace)
+            std::fprintf(stderr, "  -> %s %s%s%s\n", kind_name(a.kind), a.path.c_str(), a.ec ? " ec=" : "",
+                         a.ec ? a.ec.message().c_str() : "");
+        if (done_ > 0) {
+            FUZZ_CHECK(a.kind == ak::none);  // never completes twice, never acts after completing
+            FUZZ_CHECK(a.orphans.empty());
+            return;
+        }
+        for (const auto& o : a.orphans) {
+            FUZZ_CHECK(ours_ever_.count(o));  // only nodes of ours
+            if (exists(o)) remove_node(o);
+        }
+        switch (a.kind) {
+        case ak::none:
+            FUZZ_CHECK(!is_reply);  // a reply always gets an action: the machine never stalls
+            return;
+        case ak::create:
+            FUZZ_CHECK(a.path == path(prefix_));
+            FUZZ_CHECK(session_dead_ || ours_count() == 0);  // never a second node of ours
+            break;
+        case ak::remove:
+            FUZZ_CHECK(ours_ever_.count(a.path));  // never removes what it does not own
+            break;
+        case ak::done:
+            ++done_;
+            result_ = a.ec;
+            if (!a.ec) {
+                const std::string own = fsm_.own_node();
+                znode* n = find(own);
+                FUZZ_CHECK(n != nullptr && n->ours);  // granted on a node that exists
+                FUZZ_CHECK(fsm_.fencing_token() == n->czxid);
+                FUZZ_CHECK(ours_count() == 1);  // no duplicate left
+                const auto q = make_queue(names());
+                std::size_t idx = 0;
+                while (idx < q.size() && path(q[idx].name) != own) ++idx;
+                FUZZ_CHECK(idx < q.size());
+                FUZZ_CHECK(evaluate(q, idx, policy_).acquired);  // the queue grants it
+            } else if (!session_dead_) {
+                FUZZ_CHECK(ours_count() == 0);  // nothing left behind
+            }
+            break;
+        default: break;
+        }
+        pending_ = std::move(a);
+    }
+
+    // The reply to the request in flight. variant 0: as computed; 1: lost after being applied;
+    // 2: lost before being applied; 3 (create only): created, but the listing behind it lost.
+    void reply(unsigned variant)
+    {
+        const auto kind = pending_.kind;
+        const std::string p = pending_.path;
+        if (kind == ak::none || kind == ak::done) return;
+        if (kind == ak::wait_event) {  // nothing to reply: the watched node's owner lets go
+            if (session_dead_) return feed(fsm_.on_session_lost(errc::session_expired), true);
+            if (watch_armed_ && exists(watched_)) remove_node(watched_);
+            return;
+        }
+        pending_ = {};
+        if (session_dead_) {
+            switch (kind) {
+            case ak::create: return feed(fsm_.on_create(zk_expired, "", 0, zk_expired, {}), true);
+            case ak::create_parents: return feed(fsm_.on_parents_created(zk_expired), true);
+            case ak::list: return feed(fsm_.on_children(zk_expired, {}), true);
+            case ak::stat_node: return feed(fsm_.on_stat(zk_expired, 0), true);
+            case ak::watch: return feed(fsm_.on_watch_set(zk_expired), true);
+            case ak::wait_connected: return feed(fsm_.on_session_lost(errc::session_expired), true);
+            case ak::remove: return feed(fsm_.on_removed(zk_expired), true);
+            default: return;
+            }
+        }
+        const bool lost = variant == 1 || variant == 2;
+        const bool apply = variant != 2;
+        switch (kind) {
+        case ak::create: {
+            if (!dir_exists_) return feed(fsm_.on_create(lost ? loss : error_code(zk_errc::no_node), "", 0,
+                                                         lost ? loss : error_code(zk_errc::no_node), {}), true);
+            std::string created;
+            std::int64_t czxid = 0;
+            if (apply) {
+                const std::string name = prefix_ + seq10(next_seq_++);
+                czxid = zxid_++;
+                kids_[name] = {true, czxid, false};
+                created = path(name);
+                ours_ever_.insert(created);
+            }
+            if (lost) return feed(fsm_.on_create(loss, "", 0, loss, {}), true);
+            if (variant == 3) return feed(fsm_.on_create(ok, created, czxid, loss, {}), true);
+            return feed(fsm_.on_create(ok, created, czxid, ok, names()), true);
+        }
+        case ak::create_parents:
+            if (apply) dir_exists_ = true;
+            return feed(fsm_.on_parents_created(lost ? loss : ok), true);
+        case ak::list:
+            if (lost) return feed(fsm_.on_children(loss, {}), true);
+            if (!dir_exists_) return feed(fsm_.on_children(zk_errc::no_node, {}), true);
+            return feed(fsm_.on_children(ok, names()), true);
+        case ak::stat_node:
+            if (lost) return feed(fsm_.on_stat(loss, 0), true);
+            if (znode* n = find(p)) return feed(fsm_.on_stat(ok, n->czxid), true);
+            return feed(fsm_.on_stat(zk_errc::no_node, 0), true);
+        case ak::watch:
+            FUZZ_CHECK(!p.starts_with(path(prefix_)));  // it waits on others, never on itself
+            if (lost) return feed(fsm_.on_watch_set(loss), true);
+            if (znode* n = find(p)) {
+                watched_ = p;
+                watch_armed_ = true;
+                return feed(fsm_.on_watch_set(ok, n->marked), true);
+            }
+            return feed(fsm_.on_watch_set(zk_errc::no_node), true);
+        case ak::wait_connected: return feed(fsm_.on_connected(), true);
+        case ak::remove: {
+            FUZZ_CHECK(p.starts_with(path(prefix_)));
+            const bool existed = exists(p);
+            if (apply && existed) remove_node(p);
+            if (lost) return feed(fsm_.on_removed(loss), true);
+            return feed(fsm_.on_removed(existed ? ok : error_code(zk_errc::no_node)), true);
+        }
+        default: return;
+        }
+    }
+
+    void event(unsigned e)
+    {
+        if (trace) std::fprintf(stderr, "event %u (pending %s)\n", e, kind_name(pending_.kind));
+        switch (e) {
+        case 8: add_other(); break;
+        case 9: {  // another client releases (or loses) one of its nodes
+            std::vector<std::string> others;
+            for (const auto& [name, n] : kids_)
+                if (!n.ours) others.push_back(name);
+            if (!others.empty()) remove_node(path(others[in_.pick(static_cast<unsigned>(others.size()))]));
+            break;
+        }
+        case 10: {  // the head, an exclusive node of another client, marks itself as the holder
+            const auto q = make_queue(names());
+            if (!q.empty() && q[0].kind == node_kind::exclusive && !kids_[q[0].name].ours && !kids_[q[0].name].marked) {
+                kids_[q[0].name].marked = true;
+                watched_changed(path(q[0].name), false);
+            }
+            break;
+        }
+        case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it
+            std::vector<std::string> mine;
+            for (const auto& [name, n] : kids_)
+                if (n.ours) mine.push_back(path(name));
+            if (mine.empty()) break;
+            const std::string victim = mine[in_.pick(static_cast<unsigned>(mine.size()))];
+            const bool own = victim == fsm_.own_node();
+            remove_node(victim);
+            if (own && done_ == 0) feed(fsm_.on_own_deleted());
+            break;
+        }
+        case 12:  // the session expires (rarely): our ephemeral nodes go with it
+            if (in_.pick(4) != 0 || session_dead_) break;
+            session_dead_ = true;
+            for (auto it = kids_.begin(); it != kids_.end();) it = it->second.ours ? kids_.erase(it) : std::next(it);
+            watch_armed_ = false;
+            if (pending_.kind == ak::wait_event) feed(fsm_.on_session_lost(errc::session_expired));
+            break;
+        case 13:  // cancellation or the deadline
+            cancelled_ = true;
+            feed(fsm_.on_cancel(in_.pick(2) ? error_code(boost::asio::error::operation_aborted) : error_code(errc::timeout)));
+            break;
+        case 14:  // the container is reclaimed once empty
+            if (dir_exists_ && kids_.empty()) dir_exists_ = false;
+            break;
+        default: reply(e < 4 ? in_.pick(pending_.kind == ak::create ? 4 : 3) : 0); break;
+        }
+    }
+
+    void calm()
+    {
+        if (done_ == 0 && cancel_in_calm_) {
+            cancelled_ = true;
+            feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
+        }
+        for (int step = 0; step < 1000 && done_ == 0; ++step) {
+            if (trace) std::fprintf(stderr, "calm (pending %s)\n", kind_name(pending_.kind));
+            FUZZ_CHECK(pending_.kind != ak::none);  // something must be in flight, or it stalled
+            if (pending_.kind == ak::wait_event) FUZZ_CHECK(watch_armed_ || session_dead_);  // waits on something real
+            reply(0);
+        }
+        FUZZ_CHECK(done_ == 1);  // reaches done (after a cancel too)
+        if (cancelled_ && result_ && !session_dead_) FUZZ_CHECK(ours_count() == 0);
+    }
+
+    void after_done()
+    {
+        feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
+        feed(fsm_.on_watch_fired(true));
+        feed(fsm_.on_children(ok, names()));
+        feed(fsm_.on_connected());
+        feed(fsm_.on_own_deleted());
+        feed(fsm_.on_removed(ok));
+        feed(fsm_.on_session_lost(errc::session_expired));
+        FUZZ_CHECK(fsm_.finished());
+        FUZZ_CHECK(done_ == 1);
+    }
+
+    bytes& in_;
+    const std::string dir_ = "/l";
+    const std::uint64_t me_ = 0x1234;
+    queue_policy policy_;
+    bool try_only_;
+    bool dir_exists_;
+    bool cancel_in_calm_;
+    acquire_fsm fsm_;
+    std::string prefix_;
+
+    std::map<std::string, znode> kids_;
+    std::int64_t next_seq_ = 0;
+    std::int64_t zxid_ = 100;
+    bool session_dead_ = false;
+    std::set<std::string> ours_ever_;
+
+    acquire_fsm::action pending_;
+    std::string watched_;
+    bool watch_armed_ = false;
+    int done_ = 0;
+    error_code result_;
+    bool cancelled_ = false;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    bytes in{data, size};
+    world w(in);
+    w.run();
+    return 0;
+}

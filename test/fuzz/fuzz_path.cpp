@@ -1,0 +1,77 @@
+// Fuzz target: path and server-list validation, queue-node parsing and ordering. Whatever the
+// bytes, nothing crashes, and what is accepted has the properties the rest of zklock relies on.
+#include "fuzz_check.hpp"
+
+#include <zklock/detail/path.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace zklock;
+using namespace zklock::detail;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    const std::string_view in(reinterpret_cast<const char*>(data), size);
+
+    // A lock path we accept is absolute and canonical, and stays valid with a queue node below it.
+    if (!validate_lock_path(in)) {
+        FUZZ_CHECK(in.size() >= 2 && in.size() <= max_lock_path);
+        FUZZ_CHECK(in.front() == '/' && in.back() != '/');
+        FUZZ_CHECK(in.find("//") == std::string_view::npos);
+        FUZZ_CHECK(in.find("/./") == std::string_view::npos && in.find("/../") == std::string_view::npos);
+        FUZZ_CHECK(!in.ends_with("/.") && !in.ends_with("/.."));
+        FUZZ_CHECK(in != "/zookeeper" && !in.starts_with("/zookeeper/"));
+        FUZZ_CHECK(std::none_of(in.begin(), in.end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        }));
+        FUZZ_CHECK(!base_name(in).empty());
+        const std::string child = join_path(in, node_prefix(node_kind::exclusive, 1) + "0000000001");
+        if (child.size() <= max_lock_path) FUZZ_CHECK(!validate_lock_path(child));  // (queue nodes may go past it)
+        FUZZ_CHECK(base_name(child) == std::string_view(child).substr(in.size() + 1));
+    }
+
+    // A server list we accept has hosts and ports in range, no blanks or control characters.
+    if (!validate_servers(in)) {
+        const std::string_view hosts = in.substr(0, in.find('/'));
+        FUZZ_CHECK(!hosts.empty());
+        FUZZ_CHECK(hosts.find(':') != std::string_view::npos);
+        FUZZ_CHECK(std::none_of(hosts.begin(), hosts.end(), [](char c) {
+            return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
+        }));
+        FUZZ_CHECK(hosts.front() != ',' && hosts.back() != ',' && hosts.find(",,") == std::string_view::npos);
+    }
+
+    // A queue node that parses is exactly "<kind>-<16 hex>-<sequence>" and round-trips.
+    if (auto n = parse_queue_node(in)) {
+        FUZZ_CHECK(n->name == in);
+        FUZZ_CHECK(in.size() >= 29 && in.size() <= 32);
+        FUZZ_CHECK(in.starts_with(node_prefix(n->kind, n->id)));
+        FUZZ_CHECK(n->kind == node_kind::exclusive || n->kind == node_kind::shared || n->kind == node_kind::permit);
+        FUZZ_CHECK(std::to_string(n->seq).size() <= in.size() - 19);
+    }
+
+    // The bytes as a child list: the queue holds only parseable names, in sequence order.
+    std::vector<std::string> children;
+    for (std::size_t start = 0; start <= in.size();) {
+        std::size_t end = in.find('\n', start);
+        if (end == std::string_view::npos) end = in.size();
+        children.emplace_back(in.substr(start, end - start));
+        start = end + 1;
+    }
+    const auto q = make_queue(children);
+    FUZZ_CHECK(q.size() <= children.size());
+    for (std::size_t i = 0; i < q.size(); ++i) {
+        FUZZ_CHECK(parse_queue_node(q[i].name).has_value());
+        if (i > 0) FUZZ_CHECK(q[i - 1].seq <= q[i].seq);
+    }
+    const auto parseable = static_cast<std::size_t>(std::count_if(children.begin(), children.end(), [](const std::string& c) {
+        return parse_queue_node(c).has_value();
+    }));
+    FUZZ_CHECK(q.size() == parseable);
+    return 0;
+}

@@ -1,0 +1,699 @@
+// The `zklock` command-line tool, driven as a real binary against a real ZooKeeper server.
+//
+// Every child process is started with PR_SET_PDEATHSIG (a crashed test leaves nothing running),
+// killed by a guard at the end of its test case, and every wait is bounded.
+#include "../common.hpp"
+#include "server.hpp"
+#include "support/failure.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#ifndef ZKLOCK_CLI_PATH
+#error "ZKLOCK_CLI_PATH must name the zklock binary"
+#endif
+
+using namespace zklock;
+using namespace zklock::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80;
+
+std::string slurp(const fs::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+/// A scratch directory for one test case (removed at the end unless a check failed).
+struct scratch {
+    fs::path dir;
+    scratch()
+    {
+        std::string templ = (fs::temp_directory_path() / "zklock-cli.XXXXXX").string();
+        REQUIRE(::mkdtemp(templ.data()) != nullptr);
+        dir = templ;
+    }
+    ~scratch()
+    {
+        std::error_code ec;
+        if (!should_keep_files()) fs::remove_all(dir, ec);
+        else std::fprintf(stderr, "kept %s\n", dir.c_str());
+    }
+    std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+/// One process started by a test: stdout and stderr go to files.
+struct process {
+    pid_t pid = -1;
+    std::string out_file, err_file;
+    std::optional<int> status;  // the shell's convention: exit code, or 128+N for signal N
+    clock_type::time_point started;
+
+    std::string out() const { return slurp(out_file); }
+    std::string err() const { return slurp(err_file); }
+
+    bool poll()
+    {
+        if (status || pid <= 0) return true;
+        int ws = 0;
+        if (::waitpid(pid, &ws, WNOHANG) != pid) return false;
+        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        return true;
+    }
+    void signal(int sig)
+    {
+        if (!poll()) ::kill(pid, sig);
+    }
+};
+
+/// Kills (SIGKILL) and reaps whatever a test case leaves running, even when a REQUIRE throws.
+struct process_guard {
+    std::vector<process*> procs;
+    ~process_guard()
+    {
+        for (auto* p : procs) {
+            if (p->poll()) continue;
+            ::kill(p->pid, SIGKILL);
+            int ws;
+            ::waitpid(p->pid, &ws, 0);
+        }
+    }
+};
+
+struct start_options {
+    std::vector<std::string> env;  // "NAME=value" added to (or replacing in) the environment
+    int controlling_tty = -1;      // a pty slave: the process becomes a session leader with it
+};
+
+/// fork + execve with everything prepared before the fork (the test process may have threads).
+void start(process& p, const scratch& s, const std::string& name, const std::vector<std::string>& args,
+           const start_options& so = {})
+{
+    p.out_file = s / (name + ".out");
+    p.err_file = s / (name + ".err");
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+        std::string_view entry = *e;
+        const auto key = entry.substr(0, entry.find('=') + 1);
+        bool replaced = std::any_of(so.env.begin(), so.env.end(), [&](const std::string& x) { return x.starts_with(key); });
+        if (!replaced && !entry.starts_with("ZK_SERVERS=")) env_strings.emplace_back(entry);
+    }
+    env_strings.insert(env_strings.end(), so.env.begin(), so.env.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const int out = ::open(p.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err = ::open(p.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(out >= 0);
+    REQUIRE(err >= 0);
+    REQUIRE(null >= 0);
+    const pid_t parent = ::getpid();
+    p.started = clock_type::now();
+    p.pid = ::fork();
+    if (p.pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(126);
+        sigset_t none;
+        ::sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (so.controlling_tty >= 0) {
+            ::setsid();
+            ::ioctl(so.controlling_tty, TIOCSCTTY, 0);
+            ::dup2(so.controlling_tty, 0);
+        } else {
+            ::dup2(null, 0);
+        }
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
+    }
+    ::close(out);
+    ::close(err);
+    ::close(null);
+    REQUIRE(p.pid > 0);
+}
+
+/// Waits (polling, so the io_context keeps serving the test's own session) until `p` exits.
+awaitable<bool> wait_exit(process& p, std::chrono::milliseconds limit = 20s)
+{
+    const auto deadline = clock_type::now() + limit;
+    while (!p.poll()) {
+        if (clock_type::now() > deadline) co_return false;
+        co_await sleep_for(10ms);
+    }
+    co_return true;
+}
+
+awaitable<bool> wait_file(const std::string& path, std::chrono::milliseconds limit = 20s)
+{
+    const auto deadline = clock_type::now() + limit;
+    while (!fs::exists(path)) {
+        if (clock_type::now() > deadline) co_return false;
+        co_await sleep_for(10ms);
+    }
+    co_return true;
+}
+
+/// Starts one zklock (args without the program); see finish().
+void launch(process& p, const scratch& s, const std::string& name, std::vector<std::string> args,
+            const start_options& so = {})
+{
+    args.insert(args.begin(), ZKLOCK_CLI_PATH);
+    start(p, s, name, args, so);
+}
+
+/// Waits (bounded) until `p` exits and returns its status. (Callers start processes in a
+/// statement of its own: GCC 12 miscompiles braced lists in a full-expression with co_await.)
+awaitable<int> finish(process& p, std::chrono::milliseconds limit = 20s)
+{
+    const bool exited = co_await wait_exit(p, limit);
+    if (!exited) {
+        ::kill(p.pid, SIGKILL);
+        co_await wait_exit(p, 5s);
+    }
+    REQUIRE_MESSAGE(exited, p.err_file << ": did not exit within " << limit.count() << " ms; stderr: " << p.err());
+    co_return *p.status;
+}
+
+std::vector<std::string> zklock_args(const std::string& servers, std::vector<std::string> rest)
+{
+    std::vector<std::string> a{ZKLOCK_CLI_PATH, "--servers", servers};
+    a.insert(a.end(), rest.begin(), rest.end());
+    return a;
+}
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+/// A holder: `zklock PATH -- sh -c 'touch READY; exec sleep 60'`, started and waited for.
+awaitable<void> start_holder(process& p, const scratch& s, const std::string& servers, const std::string& path,
+                             const std::string& name, std::vector<std::string> extra = {})
+{
+    std::vector<std::string> args = zklock_args(servers, extra);
+    const std::string ready = s / (name + ".ready");
+    args.insert(args.end(), {path, "--", "sh", "-c", "touch " + ready + "; exec sleep 60"});
+    start(p, s, name, args);
+    REQUIRE_MESSAGE(co_await wait_file(ready), name << " did not get the lock; stderr: " << p.err());
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: usage errors exit 64 with a one-line message, --help documents the statuses")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        struct bad {
+            std::vector<std::string> args;
+            std::string message;
+        };
+        const std::vector<bad> cases{
+            {{"--bogus", "/l", "true"}, "unknown option '--bogus'"},
+            {{"-x", "/l", "true"}, "unknown option '-x'"},
+            {{}, "missing LOCKPATH"},
+            {{"--shared"}, "missing LOCKPATH"},
+            {{"/l"}, "missing COMMAND"},
+            {{"/l", "--"}, "missing COMMAND"},
+            {{"relative/path", "true"}, "The path is not a valid lock path"},
+            {{"/l/", "true"}, "The path is not a valid lock path"},
+            {{"/zookeeper/x", "true"}, "The path is not a valid lock path"},
+            {{"--timeout", "soon", "/l", "true"}, "invalid duration 'soon' for --timeout"},
+            {{"--timeout"}, "option '--timeout' needs a value"},
+            {{"--kill-after=-1s", "/l", "true"}, "invalid duration '-1s' for --kill-after"},
+            {{"--session-timeout", "0", "/l", "true"}, "--session-timeout must be greater than zero"},
+            {{"--try", "--timeout", "1s", "/l", "true"}, "--try and --timeout exclude each other"},
+            {{"--try=yes", "/l", "true"}, "option '--try' takes no value"},
+            {{"--servers", "nohostport", "/l", "true"}, "The server list is empty or malformed"},
+            {{"list"}, "missing LOCKPATH"},
+            {{"list", "/l", "extra"}, "'zklock list' takes one LOCKPATH"},
+            {{"list", "--shared", "/l"}, "option '--shared' does not apply to 'zklock list'"},
+        };
+        int n = 0;
+        for (auto& c : cases) {
+            CAPTURE(n);
+            process p;
+            launch(p, s, "usage" + std::to_string(n++), c.args);
+            const int st = co_await finish(p);
+            CHECK(st == st_usage);
+            const auto err = p.err();
+            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
+            CHECK(err.rfind("zklock: ", 0) == 0);
+            CHECK(lines_of(err).size() == 1);  // one line
+        }
+
+        process help;
+        launch(help, s, "help", {"--help"});
+        CHECK(co_await finish(help) == 0);
+        const auto text = help.out();
+        for (const char* section : {"SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS", "--kill-after",
+                                    "ZKLOCK_FENCING_TOKEN", "ZKLOCK_NODE", "ZK_SERVERS"})
+            CHECK_MESSAGE(text.find(section) != std::string::npos, section);
+        for (const char* code : {"\n  64 ", "\n  69 ", "\n  75 ", "\n  79 ", "\n  80 ", "\n  126 ", "\n  127 "})
+            CHECK_MESSAGE(text.find(code) != std::string::npos, code);
+        co_return;
+    });
+}
+
+TEST_CASE("zklock cli: no server within --connect-timeout exits 69")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto port = free_ports(1).front();  // nothing listens there
+        process p;
+        const auto t0 = clock_type::now();
+        launch(p, s, "noserver",
+                                        {"--servers", "127.0.0.1:" + std::to_string(port), "--connect-timeout", "1s", "/l",
+                                         "--", "touch", s / "ran"});
+        const int st = co_await finish(p);
+        CHECK(st == st_unavailable);
+        CHECK(seconds_since(t0) < 10);
+        CHECK(p.err().find("no ZooKeeper server at 127.0.0.1:" + std::to_string(port) + " accepted a session within 1s") !=
+              std::string::npos);
+        CHECK(lines_of(p.err()).size() == 1);
+        CHECK_FALSE(fs::exists(s / "ran"));
+        process l;
+        launch(l, s, "list-noserver",
+                               {"list", "--servers", "127.0.0.1:" + std::to_string(port), "--connect-timeout", "500ms",
+                                "/l"});
+        CHECK(co_await finish(l) == st_unavailable);
+    });
+}
+
+TEST_CASE("zklock cli: concurrent runs exclude each other")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-mutex");
+        const std::string log = s / "log";
+        const std::string script = "echo start $$ >> " + log + "; sleep 0.3; echo end $$ >> " + log;
+        const int n = 4;
+        std::vector<process> procs(n);
+        process_guard guard;
+        for (int i = 0; i < n; ++i) {
+            guard.procs.push_back(&procs[static_cast<std::size_t>(i)]);
+            start(procs[static_cast<std::size_t>(i)], s, "run" + std::to_string(i),
+                  zklock_args(servers, {path, "--", "sh", "-c", script}));
+        }
+        const auto t0 = clock_type::now();
+        for (auto& p : procs) {
+            REQUIRE(co_await wait_exit(p, 30s));
+            CHECK(*p.status == 0);
+        }
+        CHECK(seconds_since(t0) >= 0.3 * n);  // serialised
+        const auto lines = lines_of(slurp(log));
+        REQUIRE(lines.size() == 2 * n);
+        for (std::size_t i = 0; i < lines.size(); i += 2) {
+            CAPTURE(slurp(log));
+            REQUIRE(lines[i].rfind("start ", 0) == 0);
+            CHECK(lines[i + 1] == "end " + lines[i].substr(6));  // never interleaved
+        }
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: COMMAND's environment, fencing tokens, exit status and descriptors")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-env");
+        const std::string log = s / "env";
+        const std::string script = "echo \"$ZKLOCK_FENCING_TOKEN $ZKLOCK_NODE\" >> " + log;
+        // Three runs, one shared, the last with the server list from $ZK_SERVERS.
+        process a, b, c;
+        launch(a, s, "env1", {"--servers", servers, path, "sh", "-c", script});
+        CHECK(co_await finish(a) == 0);
+        launch(b, s, "env2", {"--servers", servers, "--shared", path, "--", "sh", "-c", script});
+        CHECK(co_await finish(b) == 0);
+        launch(c, s, "env3", {path, "sh", "-c", script}, {.env = {"ZK_SERVERS=" + servers}});
+        CHECK(co_await finish(c) == 0);
+        const auto lines = lines_of(slurp(log));
+        REQUIRE(lines.size() == 3);
+        std::vector<long long> tokens;
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            CAPTURE(lines[i]);
+            const auto space = lines[i].find(' ');
+            REQUIRE(space != std::string::npos);
+            tokens.push_back(std::stoll(lines[i].substr(0, space)));
+            const std::string node = lines[i].substr(space + 1);
+            CHECK(node.rfind(path + (i == 1 ? "/r-" : "/x-"), 0) == 0);
+            CHECK(detail::parse_queue_node(detail::base_name(node)).has_value());
+        }
+        CHECK(tokens[0] > 0);
+        CHECK(tokens[1] > tokens[0]);
+        CHECK(tokens[2] > tokens[1]);
+
+        // COMMAND's status passes through; 128+N when signal N killed it; 127 / 126 when it
+        // cannot be run.
+        process st1, st2, st3, st4;
+        launch(st1, s, "exit7", {"--servers", servers, path, "sh", "-c", "exit 7"});
+        CHECK(co_await finish(st1) == 7);
+        launch(st2, s, "killed", {"--servers", servers, path, "sh", "-c", "kill -USR1 $$"});
+        CHECK(co_await finish(st2) == 128 + SIGUSR1);
+        launch(st3, s, "notfound", {"--servers", servers, path, "no-such-command-zklock"});
+        CHECK(co_await finish(st3) == 127);
+        CHECK(st3.err().find("cannot run 'no-such-command-zklock'") != std::string::npos);
+        launch(st4, s, "noexec", {"--servers", servers, path, "/dev/null"});
+        CHECK(co_await finish(st4) == 126);
+
+        // COMMAND gets our descriptors 0-2 (and whatever we inherited), not the ZooKeeper socket.
+        process fds;
+        launch(fds, s, "fds", {"--servers", servers, path, "sh", "-c", "ls -l /proc/$$/fd"});
+        CHECK(co_await finish(fds) == 0);
+        CAPTURE(fds.out());
+        CHECK(fds.out().find("socket:") == std::string::npos);
+        CHECK(fds.out().find("anon_inode") == std::string::npos);
+
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: --try and --timeout exit 75 while another zklock holds the lock")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-try");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        process holder;
+        process_guard guard{{&holder}};
+        co_await start_holder(holder, s, servers, path, "holder");
+
+        process t;
+        auto t0 = clock_type::now();
+        launch(t, s, "try", {"--servers", servers, "--try", path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(t) ==
+              st_not_acquired);
+        CHECK(seconds_since(t0) < 5);
+        CHECK(t.err().find("is taken (--try)") != std::string::npos);
+
+        process w;
+        t0 = clock_type::now();
+        launch(w, s, "timeout", {"--servers", servers, "-w", "500ms", path, "touch", s / "ran"});
+        CHECK(co_await finish(w) ==
+              st_not_acquired);
+        CHECK(seconds_since(t0) >= 0.5);
+        CHECK(seconds_since(t0) < 8);
+        CHECK(w.err().find("timed out after 500ms") != std::string::npos);
+
+        // --shared does not get past an exclusive holder either; --timeout 0 means --try.
+        process r;
+        launch(r, s, "shared", {"--servers", servers, "--shared", "--timeout", "0", path, "touch", s / "ran"});
+        CHECK(co_await finish(r) ==
+              st_not_acquired);
+        CHECK_FALSE(fs::exists(s / "ran"));
+        CHECK((co_await children_of(zk, path)).size() == 1);  // only the holder's node is left
+
+        // SIGTERM to the holder reaches `sleep`, whose death is the holder's status.
+        holder.signal(SIGTERM);
+        REQUIRE(co_await wait_exit(holder));
+        CHECK(*holder.status == 128 + SIGTERM);
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: SIGTERM or SIGINT while waiting leaves the queue and exits 80")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-interrupt");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        process holder;
+        process_guard guard{{&holder}};
+        co_await start_holder(holder, s, servers, path, "holder");
+
+        const std::array<int, 2> signals{SIGTERM, SIGINT};
+        for (int sig : signals) {
+            CAPTURE(sig);
+            process w;
+            guard.procs.push_back(&w);
+            start(w, s, "waiter" + std::to_string(sig), zklock_args(servers, {path, "--", "touch", s / "ran"}));
+            REQUIRE(co_await wait_children(zk, path, 2) == 2);  // queued behind the holder
+            w.signal(sig);
+            REQUIRE(co_await wait_exit(w, 10s));
+            CHECK(*w.status == st_interrupted);
+            CHECK(w.err().find("interrupted by " + std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                               " while waiting for " + path + "; left the queue") != std::string::npos);
+            // The node is gone when zklock exits (the cancelled acquire deletes it first).
+            auto kids = co_await children_of(zk, path);
+            CHECK(kids.size() == 1);
+            guard.procs.pop_back();
+        }
+        CHECK_FALSE(fs::exists(s / "ran"));
+        holder.signal(SIGTERM);
+        REQUIRE(co_await wait_exit(holder));
+    });
+}
+
+TEST_CASE("zklock cli: SIGTERM while COMMAND runs is passed on to it")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-forward");
+        const std::string log = s / "log", ready = s / "ready";
+        process p;
+        process_guard guard{{&p}};
+        start(p, s, "run",
+              zklock_args(servers, {"-v", path, "--", "sh", "-c",
+                                    "trap 'echo term >> " + log + "; exit 3' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        p.signal(SIGTERM);
+        REQUIRE(co_await wait_exit(p, 10s));
+        CHECK(*p.status == 3);  // COMMAND's own status
+        CHECK(slurp(log) == "term\n");
+        CHECK(p.err().find("passing SIGTERM on to COMMAND") != std::string::npos);
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: ^C from the terminal reaches COMMAND once (not forwarded again)")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-tty");
+        // A pseudo-terminal whose foreground process group is zklock's (and so COMMAND's).
+        const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        REQUIRE(master >= 0);
+        REQUIRE(::grantpt(master) == 0);
+        REQUIRE(::unlockpt(master) == 0);
+        const int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+        REQUIRE(slave >= 0);
+        termios tio{};
+        REQUIRE(::tcgetattr(slave, &tio) == 0);
+        CHECK((tio.c_lflag & ISIG) != 0);
+
+        const std::string log = s / "log", ready = s / "ready";
+        process p;
+        process_guard guard{{&p}};
+        start(p, s, "run",
+              zklock_args(servers, {"-v", path, "--", "sh", "-c",
+                                    "trap 'echo int >> " + log + "; exit 4' INT; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}),
+              {.controlling_tty = slave});
+        REQUIRE(co_await wait_file(ready));
+        REQUIRE(::write(master, "\x03", 1) == 1);  // the terminal's ^C: SIGINT to the foreground group
+        REQUIRE(co_await wait_exit(p, 10s));
+        ::close(slave);
+        ::close(master);
+        CHECK(*p.status == 4);
+        CHECK(slurp(log) == "int\n");
+        CHECK(p.err().find("passing SIGINT") == std::string::npos);  // COMMAND had it from the terminal
+    });
+}
+
+TEST_CASE("zklock cli: a lost lock terminates COMMAND and exits 79")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // The holder's node is deleted by another session: COMMAND gets SIGTERM and obeys.
+        {
+            const auto path = unique_path("cli-lost");
+            const std::string log = s / "log", ready = s / "ready";
+            process p;
+            process_guard guard{{&p}};
+            start(p, s, "run",
+                  zklock_args(servers, {path, "--", "sh", "-c",
+                                        "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                            "; while :; do sleep 0.05; done"}));
+            REQUIRE(co_await wait_file(ready));
+            auto kids = co_await children_of(zk, path);
+            REQUIRE(kids.size() == 1);
+            co_await zk.async_remove(path + "/" + kids[0]);
+            REQUIRE(co_await wait_exit(p, 10s));
+            CHECK(*p.status == st_lost);
+            CHECK(slurp(log) == "term\n");
+            CHECK(p.err().find("lost the lock on " + path) != std::string::npos);
+        }
+        // COMMAND ignores SIGTERM: SIGKILL after --kill-after.
+        {
+            const auto path = unique_path("cli-lost-kill");
+            const std::string ready = s / "ready2";
+            process p;
+            process_guard guard{{&p}};
+            start(p, s, "run2",
+                  zklock_args(servers, {"--kill-after", "1s", path, "--", "sh", "-c",
+                                        "trap '' TERM; touch " + ready + "; while :; do sleep 0.05; done"}));
+            REQUIRE(co_await wait_file(ready));
+            auto kids = co_await children_of(zk, path);
+            REQUIRE(kids.size() == 1);
+            const auto t0 = clock_type::now();
+            co_await zk.async_remove(path + "/" + kids[0]);
+            REQUIRE(co_await wait_exit(p, 10s));
+            CHECK(*p.status == st_lost);
+            CHECK(seconds_since(t0) >= 0.9);
+            CHECK(seconds_since(t0) < 6);
+            CHECK(p.err().find("sending SIGKILL") != std::string::npos);
+            CHECK(p.err().find("killed by SIGKILL after the lock was lost") != std::string::npos);
+        }
+    });
+}
+
+TEST_CASE("zklock cli: list shows holders and waiters in queue order")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const auto path = unique_path("cli-list");
+
+        process missing;
+        launch(missing, s, "missing", {"list", "--servers", servers, path});
+        CHECK(co_await finish(missing) == 0);
+        CHECK(missing.out().find("no such lock") != std::string::npos);
+
+        process holder, reader, writer;
+        process_guard guard{{&holder, &reader, &writer}};
+        co_await start_holder(holder, s, servers, path, "holder");
+        start(reader, s, "reader", zklock_args(servers, {"--shared", "--owner", "the reader", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        start(writer, s, "writer", zklock_args(servers, {"--owner", "the writer", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 3) == 3);
+
+        process l;
+        launch(l, s, "list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        auto lines = lines_of(l.out());
+        CAPTURE(l.out());
+        REQUIRE(lines.size() == 5);  // title, header, three nodes
+        CHECK(lines[0] == path + ": 3 in the queue");
+        auto row = [&](std::size_t i) {
+            std::istringstream in(lines[i]);
+            std::vector<std::string> f;
+            for (std::string w; in >> w;) f.push_back(w);
+            return f;
+        };
+        std::string host(256, '\0');
+        ::gethostname(host.data(), host.size() - 1);
+        host.resize(std::strlen(host.c_str()));
+        auto r1 = row(2), r2 = row(3), r3 = row(4);
+        REQUIRE(r1.size() == 6);
+        CHECK(r1[0] == "1");
+        CHECK(r1[1] == "holder");
+        CHECK(r1[2] == "exclusive");
+        CHECK(r1[3].rfind("x-", 0) == 0);
+        CHECK(r1[5] == host + ":" + std::to_string(holder.pid));
+        REQUIRE(r2.size() == 7);
+        CHECK(r2[0] == "2");
+        CHECK(r2[1] == "waiting");
+        CHECK(r2[2] == "shared");
+        CHECK(r2[3].rfind("r-", 0) == 0);
+        CHECK(lines[3].ends_with("the reader"));
+        REQUIRE(r3.size() == 7);
+        CHECK(r3[1] == "waiting");
+        CHECK(r3[2] == "exclusive");
+        CHECK(lines[4].ends_with("the writer"));
+        CHECK(r1[4].ends_with("s"));  // an age
+
+        // Once the writer is gone, the holder hands over to the reader; shared holders together.
+        holder.signal(SIGTERM);
+        REQUIRE(co_await wait_exit(holder));
+        REQUIRE(co_await wait_exit(reader));
+        REQUIRE(co_await wait_exit(writer));
+        const auto path2 = unique_path("cli-list-shared");
+        process r_a, r_b, w2;
+        guard.procs.insert(guard.procs.end(), {&r_a, &r_b, &w2});
+        const std::vector<std::string> shared_flag{"--shared"};
+        co_await start_holder(r_a, s, servers, path2, "ra", shared_flag);
+        co_await start_holder(r_b, s, servers, path2, "rb", shared_flag);
+        start(w2, s, "w2", zklock_args(servers, {path2, "true"}));
+        REQUIRE(co_await wait_children(zk, path2, 3) == 3);
+        process l2;
+        launch(l2, s, "list2", {"list", "--servers", servers, path2});
+        CHECK(co_await finish(l2) == 0);
+        lines = lines_of(l2.out());
+        CAPTURE(l2.out());
+        REQUIRE(lines.size() == 5);
+        CHECK(lines[2].find(" holder   shared ") != std::string::npos);
+        CHECK(lines[3].find(" holder   shared ") != std::string::npos);
+        CHECK(lines[4].find(" waiting  exclusive ") != std::string::npos);
+        r_a.signal(SIGTERM);
+        r_b.signal(SIGTERM);
+        const std::array<process*, 3> all{&r_a, &r_b, &w2};
+        for (auto* p : all) REQUIRE(co_await wait_exit(*p));
+        CHECK(*w2.status == 0);
+
+        process empty;
+        launch(empty, s, "empty", {"list", "--servers", servers, path2});
+        CHECK(co_await finish(empty) == 0);
+        CHECK(empty.out().find(path2 + ": free") != std::string::npos);
+    });
+}

@@ -1,0 +1,97 @@
+// The completion-handler contract, checked with a tracking token: every handler runs exactly
+// once, on its associated executor, and never inside the initiating function, including when the
+// operation fails at once (bad input, not connected).
+#include "../common.hpp"
+#include "server.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/strand.hpp>
+
+using namespace zklock;
+using namespace zklock::test;
+
+namespace {
+
+struct tracker {
+    int calls = 0;
+    bool inline_call = false;
+    bool wrong_executor = false;
+    bool initiating = false;
+};
+
+// A handler bound to `strand` that records how it was called.
+template <class Strand> auto tracking(tracker& t, Strand strand)
+{
+    return asio::bind_executor(strand, [&t, strand](auto&&...) {
+        ++t.calls;
+        if (t.initiating) t.inline_call = true;
+        if (!strand.running_in_this_thread()) t.wrong_executor = true;
+    });
+}
+
+template <class Initiate> void initiate(tracker& t, Initiate&& f)
+{
+    t.initiating = true;
+    f();
+    t.initiating = false;
+}
+
+void check(const tracker& t, const char* what)
+{
+    CAPTURE(what);
+    CHECK(t.calls == 1);
+    CHECK_FALSE(t.inline_call);
+    CHECK_FALSE(t.wrong_executor);
+}
+
+}  // namespace
+
+TEST_CASE("handlers run once, on their executor, never inside the initiating function")
+{
+    asio::io_context ioc;
+    auto strand = asio::make_strand(ioc);
+    session s{ioc, config_for(shared_server().connect_string())};
+    session bad{ioc, {.servers = "not a server list"}};
+    session idle{ioc, config_for(shared_server().connect_string())};
+    const auto path = unique_path("tracking");
+    mutex m{s, path};
+    mutex bad_path{s, "relative"};
+    mutex not_connected{idle, path};
+    semaphore zero_permits{s, path + "-sem", 0};
+
+    tracker connect, bad_connect, acquire, bad_acquire, idle_acquire, sem, children, release, lost;
+    lease held;
+    initiate(connect, [&] { s.async_connect(tracking(connect, strand)); });
+    initiate(bad_connect, [&] { bad.async_connect(tracking(bad_connect, strand)); });
+    initiate(bad_acquire, [&] { bad_path.async_acquire(1s, tracking(bad_acquire, strand)); });
+    initiate(idle_acquire, [&] { not_connected.async_acquire(1s, tracking(idle_acquire, strand)); });
+    initiate(sem, [&] { zero_permits.async_acquire(1s, tracking(sem, strand)); });
+    ioc.run_for(10s);
+    REQUIRE(s.state() == session_state::connected);
+    ioc.restart();
+
+    initiate(acquire, [&] {
+        m.async_acquire(5s, asio::bind_executor(strand, [&](error_code ec, lease l) {
+            CHECK_FALSE(ec);
+            held = std::move(l);
+            tracking(acquire, strand)();
+        }));
+    });
+    initiate(children, [&] { s.async_get_children("/", tracking(children, strand)); });
+    ioc.run_for(10s);
+    ioc.restart();
+    REQUIRE(held.owns_lock());
+    initiate(lost, [&] { held.async_wait_lost(tracking(lost, strand)); });
+    initiate(release, [&] { held.async_release(tracking(release, strand)); });
+    ioc.run_for(10s);
+
+    check(connect, "connect");
+    check(bad_connect, "connect with a bad server list");
+    check(bad_acquire, "acquire on a bad path");
+    check(idle_acquire, "acquire on a session never connected");
+    check(sem, "semaphore with zero permits");
+    check(acquire, "acquire");
+    check(children, "get_children");
+    check(release, "release");
+    check(lost, "wait_lost ended by the release");
+}

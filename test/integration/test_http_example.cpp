@@ -1,0 +1,435 @@
+// examples/http_counter: two instances on loopback share one counter file through a zklock mutex,
+// driven concurrently by a Beast client in this process. Checks no lost update, every request
+// answered, single-threaded servers, and the fencing token at work against a paused holder.
+#include "../common.hpp"
+#include "server.hpp"
+#include "support/failure.hpp"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef HTTP_COUNTER_PATH
+#error "HTTP_COUNTER_PATH must name the http_counter binary"
+#endif
+
+using namespace zklock;
+using namespace zklock::test;
+namespace fs = std::filesystem;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+struct scratch {
+    fs::path dir;
+    scratch()
+    {
+        std::string templ = (fs::temp_directory_path() / "zklock-http.XXXXXX").string();
+        REQUIRE(::mkdtemp(templ.data()) != nullptr);
+        dir = templ;
+    }
+    ~scratch()
+    {
+        std::error_code ec;
+        if (!should_keep_files()) fs::remove_all(dir, ec);
+        else std::fprintf(stderr, "kept %s\n", dir.c_str());
+    }
+    std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+/// One http_counter process: stdout/stderr in files, SIGKILLed when the test ends however it ends.
+struct counter_server {
+    pid_t pid = -1;
+    std::string out_file, err_file;
+    unsigned short port = 0;
+    std::optional<int> status;
+
+    counter_server() = default;
+    counter_server(const counter_server&) = delete;
+    counter_server& operator=(const counter_server&) = delete;
+    ~counter_server()
+    {
+        if (pid > 0 && !poll()) {
+            ::kill(pid, SIGKILL);
+            int ws;
+            ::waitpid(pid, &ws, 0);
+        }
+    }
+
+    bool poll()
+    {
+        if (status || pid <= 0) return true;
+        int ws = 0;
+        if (::waitpid(pid, &ws, WNOHANG) != pid) return false;
+        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        return true;
+    }
+
+    /// Threads of the process now (/proc/PID/task entries).
+    int threads() const
+    {
+        int n = 0;
+        std::error_code ec;
+        for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec); !ec && it != fs::directory_iterator();
+             it.increment(ec))
+            ++n;
+        return n;
+    }
+};
+
+void start(counter_server& s, const scratch& dir, const std::string& name, const std::vector<std::string>& extra)
+{
+    std::vector<std::string> args{HTTP_COUNTER_PATH, "--port", "0", "--address", "127.0.0.1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    s.out_file = dir / (name + ".out");
+    s.err_file = dir / (name + ".err");
+    const int out = ::open(s.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err = ::open(s.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE(out >= 0);
+    REQUIRE(err >= 0);
+    const pid_t parent = ::getpid();
+    s.pid = ::fork();
+    if (s.pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(126);
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    ::close(out);
+    ::close(err);
+    REQUIRE(s.pid > 0);
+}
+
+/// Waits for "http_counter listening on 127.0.0.1:PORT".
+awaitable<void> wait_listening(counter_server& s, std::chrono::milliseconds limit = 20s)
+{
+    const auto deadline = clock_type::now() + limit;
+    const std::string prefix = "http_counter listening on 127.0.0.1:";
+    for (;;) {
+        const auto out = slurp(s.out_file);
+        if (auto at = out.find(prefix); at != std::string::npos && out.find('\n', at) != std::string::npos) {
+            s.port = static_cast<unsigned short>(std::stoi(out.substr(at + prefix.size())));
+            co_return;
+        }
+        REQUIRE_MESSAGE(!s.poll(), "http_counter exited with " << *s.status << ": " << slurp(s.err_file));
+        REQUIRE_MESSAGE(clock_type::now() < deadline, "http_counter did not start: " << slurp(s.err_file));
+        co_await sleep_for(10ms);
+    }
+}
+
+/// SIGTERM, then (bounded) wait; SIGKILL if it does not stop. Returns the exit status.
+awaitable<int> stop(counter_server& s, std::chrono::milliseconds limit = 10s)
+{
+    if (!s.poll()) ::kill(s.pid, SIGTERM);
+    const auto deadline = clock_type::now() + limit;
+    while (!s.poll() && clock_type::now() < deadline) co_await sleep_for(10ms);
+    if (!s.poll()) {
+        ::kill(s.pid, SIGKILL);
+        while (!s.poll()) co_await sleep_for(10ms);
+        FAIL_CHECK("http_counter did not stop on SIGTERM within " << limit.count() << " ms");
+    }
+    co_return *s.status;
+}
+
+struct reply {
+    int status = 0;  // 0: no answer (transport error)
+    std::string retry_after;
+    std::string body;
+    std::string error;
+};
+
+/// One request on a keep-alive connection (connected on first use), bounded in time.
+struct client {
+    explicit client(asio::any_io_executor ex, unsigned short p) : stream(std::move(ex)), port(p) {}
+    beast::tcp_stream stream;
+    unsigned short port;
+    bool connected = false;
+    beast::flat_buffer buffer;
+
+    awaitable<reply> request(http::verb verb, std::string target)
+    {
+        reply r;
+        stream.expires_after(20s);
+        if (!connected) {
+            const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+            auto [cec] = co_await stream.async_connect(ep, tuple);
+            if (cec) {
+                r.error = "connect: " + cec.message();
+                co_return r;
+            }
+            connected = true;
+        }
+        http::request<http::empty_body> req(verb, target, 11);
+        req.set(http::field::host, "127.0.0.1");
+        req.keep_alive(true);
+        auto [wec, wn] = co_await http::async_write(stream, req, tuple);
+        http::response<http::string_body> res;
+        if (!wec) {
+            auto [rec, rn] = co_await http::async_read(stream, buffer, res, tuple);
+            if (rec) r.error = "read: " + rec.message();
+        } else {
+            r.error = "write: " + wec.message();
+        }
+        if (!r.error.empty()) {
+            beast::error_code ignored;
+            stream.socket().close(ignored);
+            connected = false;
+            buffer.clear();
+            co_return r;
+        }
+        r.status = static_cast<int>(res.result_int());
+        r.retry_after = std::string(res[http::field::retry_after]);
+        r.body = res.body();
+        if (!res.keep_alive()) {
+            beast::error_code ignored;
+            stream.socket().close(ignored);
+            connected = false;
+        }
+        co_return r;
+    }
+};
+
+std::int64_t number(const std::string& s) { return std::stoll(s); }
+
+/// "value token" as the example writes it.
+std::pair<std::int64_t, std::int64_t> read_counter(const std::string& file)
+{
+    std::istringstream in(slurp(file));
+    std::int64_t v = -1, t = -1;
+    in >> v >> t;
+    return {v, t};
+}
+
+}  // namespace
+
+TEST_CASE("http_counter: two instances, 16 concurrent clients, no lost update")
+{
+    run(
+        []() -> awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            scratch dir;
+            const auto servers = shared_server().connect_string();
+            const auto lock = unique_path("http-counter");
+            const std::string file = dir / "counter";
+            const std::vector<std::string> common{"--servers", servers, "--lock", lock, "--file", file,
+                                                  "--hold-ms", "2", "--lock-timeout-ms", "5000"};
+            counter_server a, b;
+            start(a, dir, "a", common);
+            start(b, dir, "b", common);
+            co_await wait_listening(a);
+            co_await wait_listening(b);
+
+            const int total = 200, clients = 16;
+            int handed_out = 0, finished = 0, ok = 0, busy = 0;
+            std::vector<std::string> bad;
+            std::array<int, 2> per_server{};
+            int max_threads_a = 0, max_threads_b = 0;
+            const auto t0 = clock_type::now();
+            for (int c = 0; c < clients; ++c) {
+                asio::co_spawn(
+                    ex,
+                    [&, c]() -> awaitable<void> {
+                        const int which = c % 2;
+                        client cl(ex, which == 0 ? a.port : b.port);
+                        while (handed_out < total) {
+                            ++handed_out;
+                            const auto r = co_await cl.request(http::verb::post, "/increment");
+                            if (r.status == 200) {
+                                ++ok;
+                                ++per_server[static_cast<std::size_t>(which)];
+                            } else if (r.status == 503 && r.retry_after == "1") {
+                                ++busy;
+                            } else {
+                                bad.push_back(std::to_string(r.status) + " " + r.error + r.body);
+                            }
+                        }
+                        ++finished;
+                    },
+                    asio::detached);
+            }
+            // Meanwhile: both servers stay single-threaded.
+            while (finished < clients && clock_type::now() - t0 < 60s) {
+                max_threads_a = std::max(max_threads_a, a.threads());
+                max_threads_b = std::max(max_threads_b, b.threads());
+                co_await sleep_for(5ms);
+            }
+            const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+            MESSAGE(ok << " x 200, " << busy << " x 503 in " << seconds << " s (" << per_server[0] << " via a, "
+                       << per_server[1] << " via b)");
+            REQUIRE(finished == clients);
+            CAPTURE(bad.empty() ? std::string() : bad.front());
+            CHECK(bad.empty());                 // every request answered, with 200 or 503
+            CHECK(ok + busy == total);
+            CHECK(ok > 0);
+            CHECK(per_server[0] > 0);
+            CHECK(per_server[1] > 0);
+            CHECK(max_threads_a == 1);
+            CHECK(max_threads_b == 1);
+
+            // No lost update: the counter equals the number of acknowledged increments.
+            client ca(ex, a.port), cb(ex, b.port);
+            const auto va = co_await ca.request(http::verb::get, "/value");
+            const auto vb = co_await cb.request(http::verb::get, "/value");
+            REQUIRE(va.status == 200);
+            REQUIRE(vb.status == 200);
+            CHECK(number(va.body) == ok);
+            CHECK(number(vb.body) == ok);
+            CHECK(read_counter(file).first == ok);
+            CHECK(a.threads() == 1);
+            CHECK(b.threads() == 1);
+
+            // Routing and methods.
+            const auto nf = co_await ca.request(http::verb::get, "/nope");
+            CHECK(nf.status == 404);
+            const auto na = co_await ca.request(http::verb::get, "/increment");
+            CHECK(na.status == 405);
+
+            CHECK(co_await stop(a) == 0);
+            CHECK(co_await stop(b) == 0);
+            session zk{ex, config_for(servers)};
+            co_await connect(zk);
+            CHECK((co_await children_of(zk, lock)).empty());
+        },
+        std::chrono::seconds(120));
+}
+
+TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 409 when fenced off")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        scratch dir;
+        const auto servers = shared_server().connect_string();
+        const auto lock = unique_path("http-busy");
+        const std::string file = dir / "counter";
+        const std::vector<std::string> args{"--servers", servers, "--lock", lock, "--file", file, "--lock-timeout-ms", "300"};
+        counter_server srv;
+        start(srv, dir, "srv", args);
+        co_await wait_listening(srv);
+        client cl(ex, srv.port);
+
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        mutex m{zk, lock};
+        auto held = co_await m.async_acquire(5s);
+        const auto t0 = clock_type::now();
+        const auto r = co_await cl.request(http::verb::post, "/increment");
+        CHECK(r.status == 503);
+        CHECK(r.retry_after == "1");
+        CHECK(clock_type::now() - t0 >= 300ms);
+        CHECK((co_await children_of(zk, lock)).size() == 1);  // its timed-out node is gone
+        co_await held.async_release();
+
+        const auto r1 = co_await cl.request(http::verb::post, "/increment");
+        CHECK(r1.status == 200);
+        CHECK(r1.body == "1\n");
+
+        // A token newer than any this lock will hand out soon: the service's write is refused.
+        const std::int64_t future_token = std::int64_t{1} << 60;
+        {
+            std::ofstream(file) << "100 " << future_token << "\n";
+        }
+        const auto r2 = co_await cl.request(http::verb::post, "/increment");
+        CHECK(r2.status == 409);
+        CHECK(read_counter(file) == std::pair<std::int64_t, std::int64_t>{100, future_token});
+        CHECK(co_await stop(srv) == 0);
+    });
+}
+
+TEST_CASE("http_counter: a paused holder's write is fenced off after its session expired")
+{
+    run(
+        []() -> awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            scratch dir;
+            const auto servers = shared_server().connect_string();
+            const auto lock = unique_path("http-paused");
+            const std::string file = dir / "counter";
+            // a: a slow holder with a short session; b: a normal instance.
+            const std::vector<std::string> args_a{"--servers", servers, "--lock", lock, "--file", file,
+                                                  "--hold-ms", "1000", "--session-timeout-ms", "1000"};
+            const std::vector<std::string> args_b{"--servers", servers, "--lock", lock, "--file", file,
+                                                  "--lock-timeout-ms", "10000"};
+            counter_server a, b;
+            start(a, dir, "a", args_a);
+            start(b, dir, "b", args_b);
+            co_await wait_listening(a);
+            co_await wait_listening(b);
+
+            std::optional<reply> paused_reply;
+            asio::co_spawn(
+                ex,
+                [&]() -> awaitable<void> {
+                    client ca(ex, a.port);
+                    paused_reply = co_await ca.request(http::verb::post, "/increment");
+                },
+                asio::detached);
+            // a holds the lock once it has claimed the counter with its token; then freeze it.
+            const auto deadline = clock_type::now() + 20s;
+            while (read_counter(file).second <= 0 && clock_type::now() < deadline) co_await sleep_for(2ms);
+            const auto token_a = read_counter(file).second;
+            REQUIRE(token_a > 0);
+            REQUIRE(::kill(a.pid, SIGSTOP) == 0);
+
+            // ZooKeeper expires a's session and deletes its node: b gets the lock and increments.
+            session zk{ex, config_for(servers)};
+            co_await connect(zk);
+            REQUIRE(co_await wait_children(zk, lock, 0, 20s) == 0);
+            client cb(ex, b.port);
+            const auto rb = co_await cb.request(http::verb::post, "/increment");
+            CHECK(rb.status == 200);
+            CHECK(rb.body == "1\n");
+            CHECK(read_counter(file).second > token_a);
+
+            // a wakes up, still "in" its critical section: its write carries the old token.
+            REQUIRE(::kill(a.pid, SIGCONT) == 0);
+            for (int i = 0; i < 2000 && !paused_reply; ++i) co_await sleep_for(10ms);
+            REQUIRE(paused_reply.has_value());
+            CHECK(paused_reply->status == 409);
+            CHECK(read_counter(file).first == 1);  // a's stale increment did not land
+
+            // a has a fresh session (reconnect_on_expiry) and works again.
+            client ca2(ex, a.port);
+            reply again;
+            for (int i = 0; i < 50; ++i) {
+                again = co_await ca2.request(http::verb::post, "/increment");
+                if (again.status != 503) break;
+                co_await sleep_for(100ms);
+            }
+            CHECK(again.status == 200);
+            CHECK(again.body == "2\n");
+            CHECK(a.threads() == 1);
+            CHECK(b.threads() == 1);
+            CHECK(co_await stop(a) == 0);
+            CHECK(co_await stop(b) == 0);
+        },
+        std::chrono::seconds(120));
+}

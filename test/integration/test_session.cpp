@@ -1,0 +1,178 @@
+// The session layer against a real ZooKeeper server: requests, watches, state, expiry.
+#include "../common.hpp"
+#include "server.hpp"
+#include "support/fault_proxy.hpp"
+
+using namespace zklock;
+using namespace zklock::test;
+
+TEST_CASE("session requests: create, exists, data, children, multi, remove")
+{
+    run([]() -> awaitable<void> {
+        session s{co_await asio::this_coro::executor, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        CHECK(s.session_id() != 0);
+        CHECK(s.generation() == 1);
+        const auto dir = unique_path("requests");
+        auto [ec0, p0, st0] = co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        CHECK((!ec0 || ec0 == zk_errc::node_exists));
+        auto [p, st] = co_await s.async_create(dir, "hello", create_mode::persistent, asio::deferred);
+        CHECK(p == dir);
+        CHECK(st.czxid > 0);
+        auto [ec1, p1, st1] = co_await s.async_create(dir, "", create_mode::persistent, tuple);
+        CHECK(ec1 == zk_errc::node_exists);
+        auto ex = co_await s.async_exists(dir);
+        REQUIRE(ex);
+        CHECK(ex->data_length == 5);
+        CHECK_FALSE(co_await s.async_exists(dir + "/missing"));
+        auto [data, dst] = co_await s.async_get_data(dir, asio::deferred);
+        CHECK(data == "hello");
+        auto st2 = co_await s.async_set_data(dir, "world", dst.version);
+        CHECK(st2.version == dst.version + 1);
+        auto [ec3, st3] = co_await s.async_set_data(dir, "x", dst.version, tuple);
+        CHECK(ec3 == zk_errc::bad_version);
+        auto [seq1, sst] = co_await s.async_create(dir + "/n-", "", create_mode::ephemeral_sequential, asio::deferred);
+        CHECK(seq1.size() == dir.size() + 3 + 10);
+        // (Vectors built first: GCC 12 miscompiles braced lists inside co_await expressions.)
+        std::vector<multi_op> good{multi_op::create(dir + "/a"), multi_op::create(dir + "/b", "B"),
+                                   multi_op::set_data(dir, "multi")};
+        auto results = co_await s.async_multi(good);
+        REQUIRE(results.size() == 3);
+        CHECK(results[1].path == dir + "/b");
+        std::vector<multi_op> failing{multi_op::create(dir + "/c"), multi_op::create(dir + "/a")};
+        auto [ecm, bad] = co_await s.async_multi(failing, tuple);
+        CHECK(ecm == zk_errc::node_exists);
+        CHECK_FALSE(co_await s.async_exists(dir + "/c"));  // all or nothing
+        auto kids = co_await s.async_get_children(dir);
+        CHECK(kids.size() == 3);
+        auto [ecr] = co_await s.async_remove(dir, -1, tuple);
+        CHECK(ecr == zk_errc::not_empty);
+        for (auto& k : kids) co_await s.async_remove(dir + "/" + k);
+        co_await s.async_remove(dir);
+        CHECK_FALSE(co_await s.async_exists(dir));
+    });
+}
+
+TEST_CASE("watches fire once with the right event")
+{
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        session s{exec, config_for(shared_server().connect_string())};
+        session other{exec, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        co_await connect(other);
+        const auto dir = unique_path("watches");
+        co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        co_await s.async_create(dir, "", create_mode::persistent);
+
+        auto [d, st, w] = co_await s.async_watch_data(dir, asio::deferred);
+        auto [kids, cw] = co_await s.async_watch_children(dir, asio::deferred);
+        auto [missing, ew] = co_await s.async_watch_exists(dir + "/later", asio::deferred);
+        CHECK_FALSE(missing);
+        co_await other.async_set_data(dir, "changed");
+        auto ev = co_await w.async_wait();
+        CHECK(ev.type == watch_event_type::changed);
+        CHECK(ev.path == dir);
+        co_await other.async_create(dir + "/later", "", create_mode::ephemeral);
+        auto cev = co_await cw.async_wait();
+        CHECK(cev.type == watch_event_type::child);
+        auto eev = co_await ew.async_wait();
+        CHECK(eev.type == watch_event_type::created);
+        // Fired means fired: waiting again completes at once with the same event.
+        auto again = co_await w.async_wait();
+        CHECK(again.type == watch_event_type::changed);
+        // No node: no watch left behind.
+        auto [ecn, dn, stn, wn] = co_await s.async_watch_data(dir + "/none", tuple);
+        CHECK(ecn == zk_errc::no_node);
+        CHECK_FALSE(wn.valid());
+        co_await other.async_close();
+        co_await s.async_remove(dir);
+    });
+}
+
+TEST_CASE("session state changes are observable, and close completes waiters")
+{
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        session s{exec, config_for(shared_server().connect_string())};
+        CHECK(s.state() == session_state::disconnected);
+        co_await connect(s);
+        CHECK(s.state() == session_state::connected);
+        session_state seen = session_state::connected;
+        bool got = false;
+        s.async_wait_state_change([&](error_code ec, session_state st) {
+            CHECK_FALSE(ec);
+            seen = st;
+            got = true;
+        });
+        auto [kids_ec, kids, w] = co_await s.async_watch_children("/", tuple);
+        CHECK_FALSE(kids_ec);
+        co_await s.async_close();
+        co_await sleep_for(10ms);
+        CHECK(got);
+        CHECK(seen == session_state::closed);
+        auto [wec, wev] = co_await w.async_wait(tuple);
+        CHECK(wec == errc::session_closed);
+        auto [ec] = co_await s.async_connect(tuple);
+        CHECK(ec == errc::session_closed);
+        auto [ec2, p, st] = co_await s.async_create("/x", "", create_mode::ephemeral, tuple);
+        CHECK(ec2 == errc::session_closed);
+    });
+}
+
+TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets the lock, the session recovers")
+{
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        fault_proxy proxy{shared_server().port()};
+        session holder{exec, config_for(proxy.connect_string(), 1000ms)};
+        session waiter{exec, config_for(shared_server().connect_string())};
+        co_await connect(holder);
+        co_await connect(waiter);
+        CHECK(holder.negotiated_timeout() == 1000ms);
+        const auto path = unique_path("expiry");
+        mutex mh{holder, path}, mw{waiter, path};
+        auto held = co_await mh.async_acquire(5s);
+        lease next;
+        bool granted = false;
+        asio::co_spawn(exec, [&]() -> awaitable<void> {
+            next = co_await mw.async_acquire(30s);
+            granted = true;
+        }, asio::detached);
+        CHECK(co_await wait_children(waiter, path, 2) == 2);
+
+        std::vector<lease_status> seen;
+        asio::co_spawn(exec, [&]() -> awaitable<void> {
+            for (;;) {
+                auto [ec, st] = co_await held.async_wait_status_change(tuple);
+                if (ec) break;
+                seen.push_back(st);
+                if (st == lease_status::lost || st == lease_status::released) break;
+            }
+        }, asio::detached);
+
+        proxy.blackhole();
+        auto t0 = std::chrono::steady_clock::now();
+        auto [reason] = co_await held.async_wait_lost(tuple);
+        auto told_after = std::chrono::steady_clock::now() - t0;
+        CHECK(reason == errc::session_expired);
+        CHECK(told_after < 10s);  // learnt while still cut off, by the client-side timer
+        CHECK(held.status() == lease_status::lost);
+        for (int i = 0; i < 1500 && !granted; ++i) co_await sleep_for(10ms);
+        REQUIRE(granted);
+        CHECK(next.fencing_token() > held.fencing_token());
+        REQUIRE(seen.size() >= 2);
+        CHECK(seen.front() == lease_status::suspended);
+        CHECK(seen.back() == lease_status::lost);
+
+        proxy.pass();
+        for (int i = 0; i < 2000 && !(holder.state() == session_state::connected && holder.generation() == 2); ++i)
+            co_await sleep_for(10ms);
+        CHECK(holder.state() == session_state::connected);
+        CHECK(holder.generation() == 2);
+        co_await next.async_release();
+        auto again = co_await mh.async_acquire(5s);
+        CHECK(again.owns_lock());
+        CHECK(again.fencing_token() > next.fencing_token());
+    });
+}

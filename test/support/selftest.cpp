@@ -1,0 +1,666 @@
+// Self-test of the test-support layer: real ZooKeeper servers, an ensemble and the fault proxy.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "support/doctest_listener.hpp"
+#include "support/fault_proxy.hpp"
+#include "support/frame_scanner.hpp"
+#include "support/zk_ensemble.hpp"
+#include "support/zk_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace zklock::test;
+namespace fs = std::filesystem;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+// ---- small blocking socket helpers; every wait is bounded ----
+
+sockaddr_in loopback(std::uint16_t port)
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+bool wait_fd(int fd, short events, std::chrono::milliseconds timeout)
+{
+    pollfd p{fd, events, 0};
+    return ::poll(&p, 1, static_cast<int>(timeout.count())) > 0;
+}
+
+void send_bytes(int fd, const std::string& data)
+{
+    REQUIRE(::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size()));
+}
+
+struct read_result {
+    std::string data;
+    bool closed = false;  // EOF or error
+    int error = 0;        // errno of the error, 0 for EOF
+};
+
+// Reads until `want` bytes arrived, the peer closed or `timeout` passed.
+read_result read_for(int fd, std::size_t want, std::chrono::milliseconds timeout)
+{
+    read_result r;
+    const auto deadline = steady::now() + timeout;
+    while (r.data.size() < want) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        if (left <= 0ms || !wait_fd(fd, POLLIN, left)) break;
+        char buf[4096];
+        const ssize_t n = ::read(fd, buf, std::min(sizeof buf, want - r.data.size()));
+        if (n > 0) {
+            r.data.append(buf, static_cast<std::size_t>(n));
+        } else {
+            r.closed = true;
+            r.error = n < 0 ? errno : 0;
+            break;
+        }
+    }
+    return r;
+}
+
+struct client {
+    int fd = -1;
+    explicit client(std::uint16_t port)
+    {
+        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd >= 0);
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        sockaddr_in a = loopback(port);
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    }
+    ~client() { ::close(fd); }
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+    void send(const std::string& data) { send_bytes(fd, data); }
+    read_result read(std::size_t want, std::chrono::milliseconds timeout = 5s) { return read_for(fd, want, timeout); }
+};
+
+// A loopback TCP server running handler(fd, stopping) on a thread per connection.
+class tcp_server {
+public:
+    using handler = std::function<void(int fd, const std::atomic<bool>& stopping)>;
+
+    explicit tcp_server(handler h) : handler_(std::move(h))
+    {
+        listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a = loopback(0);
+        REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(listen_fd_, 16) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] {
+            while (!stopping_) {
+                if (!wait_fd(listen_fd_, POLLIN, 50ms)) continue;
+                const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (fd < 0) continue;
+                const int one = 1;
+                ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                std::lock_guard lock(mutex_);
+                workers_.emplace_back([this, fd] {
+                    handler_(fd, stopping_);
+                    ::close(fd);
+                });
+            }
+        });
+    }
+    ~tcp_server()
+    {
+        stopping_ = true;
+        acceptor_.join();
+        for (auto& w : workers_) w.join();
+        ::close(listen_fd_);
+    }
+    std::uint16_t port() const { return port_; }
+
+private:
+    handler handler_;
+    int listen_fd_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::list<std::thread> workers_;
+    std::thread acceptor_;
+};
+
+// Reads whatever comes within 50 ms; nullopt (and counts a reset) once the peer is gone.
+std::optional<std::string> server_read(int fd, std::atomic<int>& resets)
+{
+    if (!wait_fd(fd, POLLIN, 50ms)) return std::string();
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) return std::string(buf, static_cast<std::size_t>(n));
+    if (n < 0 && errno == ECONNRESET) ++resets;
+    return std::nullopt;
+}
+
+// Echoes everything back, upper-cased if asked (to tell two servers apart).
+struct echo_server {
+    std::atomic<int> resets{0};
+    tcp_server server;
+    explicit echo_server(bool upper = false)
+        : server([this, upper](int fd, const std::atomic<bool>& stopping) {
+              while (!stopping) {
+                  auto data = server_read(fd, resets);
+                  if (!data) return;
+                  if (upper)
+                      for (char& c : *data) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+                  if (!data->empty() && ::send(fd, data->data(), data->size(), MSG_NOSIGNAL) < 0) return;
+              }
+          })
+    {
+    }
+    std::uint16_t port() const { return server.port(); }
+};
+
+// ---- ZooKeeper framing ----
+
+void put32(std::string& s, std::uint32_t v)
+{
+    for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+std::uint32_t get32(const std::string& s, std::size_t at)
+{
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(s[at + i]);
+    return v;
+}
+
+std::string frame(const std::string& body)
+{
+    std::string s;
+    put32(s, static_cast<std::uint32_t>(body.size()));
+    return s + body;
+}
+
+std::string request(std::int32_t xid, std::int32_t type, const std::string& payload = "/some/path")
+{
+    std::string body;
+    put32(body, static_cast<std::uint32_t>(xid));
+    put32(body, static_cast<std::uint32_t>(type));
+    return frame(body + payload);
+}
+
+std::string reply(std::int32_t xid, const std::string& payload = "data")
+{
+    std::string body;
+    put32(body, static_cast<std::uint32_t>(xid));
+    put32(body, 0);
+    put32(body, 42);  // zxid
+    put32(body, 0);   // err
+    return frame(body + payload);
+}
+
+const std::string connect_request = frame(std::string(44, '\1'));
+const std::string connect_response = frame(std::string(36, '\2'));
+
+// Splits complete frames off the front of `buf`.
+std::vector<std::string> take_frames(std::string& buf)
+{
+    std::vector<std::string> frames;
+    while (buf.size() >= 4 && buf.size() >= 4 + get32(buf, 0)) {
+        const std::size_t len = 4 + get32(buf, 0);
+        frames.push_back(buf.substr(4, len - 4));
+        buf.erase(0, len);
+    }
+    return frames;
+}
+
+// Reply xids in what a client read, frame by frame (the connect response first).
+std::vector<std::int32_t> reply_xids(std::string data)
+{
+    std::vector<std::int32_t> xids;
+    auto frames = take_frames(data);
+    for (std::size_t i = 1; i < frames.size(); ++i) xids.push_back(static_cast<std::int32_t>(get32(frames[i], 0)));
+    return xids;
+}
+
+// A fake ZooKeeper server: answers the ConnectRequest, then every request with a ReplyHeader of
+// the same xid. A lone reply is written in two parts 30 ms apart (its header split), replies to
+// requests that came together are written at once.
+struct fake_zk {
+    std::mutex mutex;
+    std::vector<std::pair<std::int32_t, std::int32_t>> requests;  // (xid, type), as applied
+    std::atomic<int> resets{0};
+    tcp_server server;
+
+    fake_zk()
+        : server([this](int fd, const std::atomic<bool>& stopping) {
+              std::string buf;
+              bool connected = false;
+              while (!stopping) {
+                  auto data = server_read(fd, resets);
+                  if (!data) return;
+                  buf += *data;
+                  std::string out;
+                  for (const auto& body : take_frames(buf)) {
+                      if (!connected) {
+                          connected = true;
+                          out += connect_response;
+                          continue;
+                      }
+                      const auto xid = static_cast<std::int32_t>(get32(body, 0));
+                      {
+                          std::lock_guard lock(mutex);
+                          requests.emplace_back(xid, static_cast<std::int32_t>(get32(body, 4)));
+                      }
+                      out += reply(xid);
+                  }
+                  if (out.size() == reply(0).size()) {
+                      if (::send(fd, out.data(), 3, MSG_NOSIGNAL) < 0) return;
+                      std::this_thread::sleep_for(30ms);
+                      out.erase(0, 3);
+                  }
+                  if (!out.empty() && ::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) return;
+              }
+          })
+    {
+    }
+    std::uint16_t port() const { return server.port(); }
+    std::vector<std::pair<std::int32_t, std::int32_t>> applied()
+    {
+        std::lock_guard lock(mutex);
+        return requests;
+    }
+};
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout)
+{
+    const auto deadline = steady::now() + timeout;
+    while (!pred()) {
+        if (steady::now() > deadline) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
+}
+
+long long ms_since(steady::time_point t)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
+}
+
+bool process_gone(pid_t pid)
+{
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const auto paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';  // zombie = dead
+}
+
+}  // namespace
+
+// ---- zk_server ----
+
+TEST_CASE("zk_server starts a real server that answers four-letter words")
+{
+    fs::path dir;
+    {
+        zk_server zk({.tick_time = 200ms, .max_session_timeout_ms = 3000});
+        dir = zk.dir();
+        CHECK(zk.running());
+        CHECK(zk.pid() > 0);
+        CHECK(zk.connect_string() == "127.0.0.1:" + std::to_string(zk.port()));
+        CHECK(zk.four_letter("ruok") == "imok");
+        CHECK(zk.four_letter("srvr").find("Mode: standalone") != std::string::npos);
+        const std::string conf = zk.four_letter("conf");
+        CHECK(conf.find("tickTime=200") != std::string::npos);
+        CHECK(conf.find("maxSessionTimeout=3000") != std::string::npos);
+        CHECK(zk.four_letter("mntr").find("zk_server_state\tstandalone") != std::string::npos);
+        CHECK(zk.four_letter("srst").find("reset") != std::string::npos);
+        CHECK(zk.four_letter("cons").find("127.0.0.1") != std::string::npos);  // our own connection
+        CHECK(fs::exists(dir / "zoo.cfg"));
+        CHECK(zk.log_tail().find("INFO") != std::string::npos);  // a real log, not SLF4J's NOP
+        const std::string tail = zk.log_tail(3);
+        CHECK(std::count(tail.begin(), tail.end(), '\n') == 3);
+    }
+    CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("zk_server stop/start and kill/start keep the port")
+{
+    zk_server zk({.tick_time = 200ms});
+    const auto port = zk.port();
+    zk.stop();
+    CHECK_FALSE(zk.running());
+    CHECK(zk.pid() == -1);
+    CHECK(zk.four_letter("ruok").empty());
+    zk.start();
+    CHECK(zk.port() == port);
+    CHECK(zk.four_letter("ruok") == "imok");
+    zk.kill();
+    CHECK_FALSE(zk.running());
+    zk.start();
+    CHECK(zk.port() == port);
+    CHECK(zk.four_letter("ruok") == "imok");
+}
+
+TEST_CASE("zk_servers in parallel get their own ports and dirs")
+{
+    zk_server a({.tick_time = 200ms, .start = false});
+    zk_server b({.tick_time = 200ms});
+    a.start();
+    CHECK(a.port() != b.port());
+    CHECK(a.dir() != b.dir());
+    CHECK(a.four_letter("ruok") == "imok");
+    CHECK(b.four_letter("ruok") == "imok");
+}
+
+TEST_CASE("zk_server throws with the log tail when the server cannot start")
+{
+    zk_server first({.tick_time = 200ms});
+    std::string error;
+    try {
+        // The extra line overrides clientPort: every attempt collides with `first`.
+        zk_server second({.extra_config = {"clientPort=" + std::to_string(first.port())}});
+    } catch (const std::runtime_error& e) {
+        error = e.what();
+    }
+    CHECK(error.find("Address already in use") != std::string::npos);
+    const auto at = error.find(" dir ");
+    REQUIRE(at != std::string::npos);
+    const fs::path dir = error.substr(at + 5, error.find(';', at) - at - 5);
+    CHECK(fs::exists(dir / "zookeeper.log"));  // kept for the post-mortem
+    fs::remove_all(dir);
+    CHECK(first.four_letter("ruok") == "imok");
+}
+
+TEST_CASE("zk_server keeps its files when asked, when unwinding or after a failure")
+{
+    fs::path kept, unwound;
+    {
+        zk_server zk({.start = false});
+        kept = zk.dir();
+        zk.keep_files();
+    }
+    try {
+        zk_server zk({.start = false});
+        unwound = zk.dir();
+        throw std::runtime_error("test");
+    } catch (const std::runtime_error&) {
+    }
+    fs::path failed;
+    {
+        zk_server zk({.start = false});
+        failed = zk.dir();
+        note_failure();  // what support/doctest_listener.hpp does on a failed CHECK
+    }
+    clear_failure();
+    CHECK(fs::exists(kept));
+    CHECK(fs::exists(unwound));
+    CHECK(fs::exists(failed));
+    for (const auto& dir : {kept, unwound, failed}) fs::remove_all(dir);
+}
+
+TEST_CASE("a test process that dies leaves no ZooKeeper behind")
+{
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        try {
+            zk_server zk({.tick_time = 200ms});
+            const std::string msg = std::to_string(zk.pid()) + " " + zk.dir().string() + "\n";
+            (void)!::write(fds[1], msg.data(), msg.size());
+            ::kill(::getpid(), SIGKILL);  // dies with the server in scope: no destructor runs
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "child: %s\n", e.what());
+        }
+        ::_exit(1);
+    }
+    ::close(fds[1]);
+    const read_result r = read_for(fds[0], 4096, 40s);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    pid_t java = 0;
+    std::string dir;
+    std::istringstream(r.data) >> java >> dir;
+    REQUIRE(java > 0);
+    CHECK(eventually([&] { return process_gone(java); }, 10s));
+    fs::remove_all(dir);
+}
+
+// ---- zk_ensemble ----
+
+TEST_CASE("zk_ensemble elects a leader, survives losing it and takes it back")
+{
+    const auto t0 = steady::now();
+    zk_ensemble zk(3, {.tick_time = 200ms});
+    MESSAGE("ensemble up in " << ms_since(t0) << " ms");
+    REQUIRE(zk.size() == 3);
+    const int leader = zk.leader();
+    REQUIRE(leader >= 0);
+    std::set<std::uint16_t> ports;
+    for (int i = 0; i < 3; ++i) {
+        CHECK(zk.four_letter(i, "ruok") == "imok");
+        CHECK(zk.pid(i) > 0);
+        ports.insert(zk.port(i));
+        CHECK(zk.connect_string().find(zk.connect_string(i)) != std::string::npos);
+    }
+    CHECK(ports.size() == 3);
+    CHECK(zk.four_letter((leader + 1) % 3, "mntr").find("zk_server_state\tfollower") != std::string::npos);
+
+    zk.kill(leader);
+    CHECK_FALSE(zk.running(leader));
+    const auto t1 = steady::now();
+    REQUIRE(zk.wait_quorum(20s));
+    MESSAGE("new leader after " << ms_since(t1) << " ms");
+    const int second = zk.leader();
+    CHECK(second >= 0);
+    CHECK(second != leader);
+
+    zk.start(leader);
+    REQUIRE(zk.wait_quorum(20s));
+    CHECK(zk.leader() == second);
+    CHECK(zk.four_letter(leader, "srvr").find("Mode: follower") != std::string::npos);
+}
+
+TEST_CASE("zk_ensemble loses its quorum when a majority is stopped")
+{
+    zk_ensemble zk(3, {.tick_time = 200ms});
+    const int leader = zk.leader();
+    REQUIRE(leader >= 0);
+    zk.stop((leader + 1) % 3);
+    zk.stop((leader + 2) % 3);
+    CHECK(eventually([&] { return zk.leader() == -1; }, 15s));
+    CHECK_FALSE(zk.wait_quorum(500ms));
+    zk.start((leader + 1) % 3);
+    CHECK(zk.wait_quorum(20s));
+}
+
+// ---- fault_proxy ----
+
+TEST_CASE("frame_scanner finds every header however the stream is cut")
+{
+    std::string stream = connect_request + request(1, zk_op::get_data) + request(2, zk_op::create, "") +
+                         frame("") + request(-2, zk_op::ping) + request(77, zk_op::multi, std::string(20000, 'x'));
+    const std::vector<std::pair<std::int32_t, std::int32_t>> expected = {
+        {1, zk_op::get_data}, {2, zk_op::create}, {0, 0}, {-2, zk_op::ping}, {77, zk_op::multi}};
+    for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7},
+                              std::size_t{13}, std::size_t{4096}, stream.size()}) {
+        CAPTURE(chunk);
+        frame_scanner scanner(8);
+        std::vector<std::pair<std::int32_t, std::int32_t>> seen;
+        int firsts = 0;
+        for (std::size_t at = 0; at < stream.size(); at += chunk) {
+            const std::string_view part = std::string_view(stream).substr(at, chunk);
+            scanner.scan(std::span(reinterpret_cast<const std::uint8_t*>(part.data()), part.size()),
+                         [&](const frame_header& h) {
+                             if (h.first)
+                                 ++firsts;
+                             else
+                                 seen.emplace_back(h.xid, h.type);
+                             return false;
+                         });
+        }
+        CHECK(firsts == 1);
+        CHECK(seen == expected);
+        CHECK(scanner.partial() == 0);
+    }
+}
+
+TEST_CASE("fault_proxy forwards, delays, blackholes, resets and retargets")
+{
+    echo_server echo;
+    fault_proxy proxy(echo.port());
+    CHECK(proxy.connect_string() == "127.0.0.1:" + std::to_string(proxy.port()));
+
+    client a(proxy.port());
+    a.send("hello");
+    CHECK(a.read(5).data == "hello");
+
+    SUBCASE("delay")
+    {
+        proxy.delay(300ms);
+        auto t = steady::now();
+        a.send("slow");
+        CHECK(a.read(4).data == "slow");
+        CHECK(steady::now() - t >= 550ms);  // delayed both ways
+        proxy.pass();
+        t = steady::now();
+        a.send("fast");
+        CHECK(a.read(4).data == "fast");
+        CHECK(steady::now() - t < 250ms);
+    }
+    SUBCASE("blackhole holds traffic, also of new connections, until pass")
+    {
+        proxy.blackhole();
+        a.send("held1");
+        a.send("held2");
+        client b(proxy.port());
+        b.send("new");
+        CHECK(a.read(1, 500ms).data.empty());
+        CHECK(b.read(1, 100ms).data.empty());
+        CHECK(eventually([&] { return proxy.connections_accepted() == 2; }, 2s));
+        proxy.pass();
+        CHECK(a.read(10).data == "held1held2");
+        CHECK(b.read(3).data == "new");
+    }
+    SUBCASE("reset")
+    {
+        proxy.reset();
+        const read_result r = a.read(1);
+        CHECK(r.closed);
+        CHECK(r.error == ECONNRESET);
+        CHECK(eventually([&] { return echo.resets == 1; }, 2s));  // the server side got an RST too
+        client b(proxy.port());
+        b.send("again");
+        CHECK(b.read(5).data == "again");
+    }
+    SUBCASE("set_target")
+    {
+        echo_server upper(true);
+        proxy.set_target(upper.port());
+        client b(proxy.port());
+        b.send("abc");
+        CHECK(b.read(3).data == "ABC");
+        a.send("abc");  // an existing connection keeps its server
+        CHECK(a.read(3).data == "abc");
+    }
+    CHECK(proxy.replies_dropped() == 0);
+}
+
+TEST_CASE("four-letter words of a real server go through the proxy")
+{
+    zk_server zk({.tick_time = 200ms});
+    fault_proxy proxy(zk.port());
+    CHECK(four_letter(proxy.port(), "ruok") == "imok");
+    proxy.blackhole();
+    CHECK(four_letter(proxy.port(), "ruok", 500ms).empty());
+    proxy.pass();
+    CHECK(four_letter(proxy.port(), "srvr").find("Mode: standalone") != std::string::npos);
+    zk.stop();
+    CHECK(four_letter(proxy.port(), "ruok", 2s).empty());  // upstream refused: the proxy resets
+}
+
+TEST_CASE("fault_proxy drop_reply cuts the connection at the matched reply")
+{
+    fake_zk server;
+    fault_proxy proxy(server.port());
+
+    SUBCASE("frames split across reads")
+    {
+        client c(proxy.port());
+        for (char byte : connect_request) {  // one byte per segment
+            c.send(std::string(1, byte));
+            std::this_thread::sleep_for(1ms);
+        }
+        CHECK(c.read(connect_response.size()).data == connect_response);
+        c.send(request(1, zk_op::get_data));
+        CHECK(reply_xids(connect_response + c.read(reply(1).size()).data) == std::vector<std::int32_t>{1});
+
+        proxy.drop_reply_to_next(zk_op::create);
+        c.send(request(2, zk_op::get_data));
+        CHECK(reply_xids(connect_response + c.read(reply(2).size()).data) == std::vector<std::int32_t>{2});
+        const std::string create = request(3, zk_op::create);
+        c.send(create.substr(0, 6));
+        std::this_thread::sleep_for(20ms);
+        c.send(create.substr(6));
+        const read_result r = c.read(1000);
+        CHECK(r.data.empty());
+        CHECK(r.closed);
+        CHECK(r.error == ECONNRESET);
+        CHECK(proxy.replies_dropped() == 1);
+        CHECK(eventually([&] { return server.resets == 1; }, 2s));
+        CHECK(server.applied().back() == std::pair{3, zk_op::create});  // the server did apply it
+
+        client again(proxy.port());  // one shot: the next create is answered
+        again.send(connect_request + request(4, zk_op::create));
+        CHECK(reply_xids(again.read(connect_response.size() + reply(4).size()).data) == std::vector<std::int32_t>{4});
+    }
+    SUBCASE("several frames per read")
+    {
+        client c(proxy.port());
+        proxy.drop_reply([](std::int32_t xid, std::int32_t) { return xid == 12; });
+        c.send(connect_request + request(10, zk_op::get_data) + request(11, zk_op::exists) +
+               request(12, zk_op::set_data) + request(13, zk_op::get_data));
+        const read_result r = c.read(100000);
+        CHECK(r.closed);
+        CHECK(r.error == ECONNRESET);
+        // Replies before the dropped one are forwarded (Linux lets the client read them before the RST).
+        CHECK(reply_xids(r.data) == std::vector<std::int32_t>{10, 11});
+        CHECK(proxy.replies_dropped() == 1);
+        const auto applied = server.applied();
+        CHECK(std::find(applied.begin(), applied.end(), std::pair{12, zk_op::set_data}) != applied.end());
+    }
+}

@@ -1,0 +1,143 @@
+#include "support/zk_ensemble.hpp"
+
+#include "support/failure.hpp"
+#include "support/process_util.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace zklock::test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+zk_ensemble::zk_ensemble(int n, server_options options)
+    : options_(std::move(options)),
+      dir_(detail::make_temp_dir("zklock-zk-ensemble")),
+      uncaught_(std::uncaught_exceptions())
+{
+    if (n < 1) throw std::invalid_argument("zk_ensemble needs at least one server");
+    try {
+        launch(n);
+    } catch (...) {
+        servers_.clear();
+        std::fprintf(stderr, "zklock::test::zk_ensemble: start failed, kept %s\n", dir_.c_str());
+        throw;
+    }
+}
+
+zk_ensemble::~zk_ensemble()
+{
+    for (auto& s : servers_) s->terminate();  // all at once: JVMs take a while to exit
+    servers_.clear();
+    if (keep_ || std::uncaught_exceptions() > uncaught_ || should_keep_files()) {
+        std::fprintf(stderr, "zklock::test::zk_ensemble: kept %s\n", dir_.c_str());
+    } else {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+}
+
+void zk_ensemble::launch(int n)
+{
+    const auto ticks = [&](std::chrono::milliseconds at_least, long min_ticks) {
+        return std::max(min_ticks, static_cast<long>((at_least + options_.tick_time - 1ms) / options_.tick_time));
+    };
+    for (int attempt = 0;; ++attempt) {
+        servers_.clear();
+        const auto ports = free_ports(3 * static_cast<std::size_t>(n));  // client, quorum, election
+        for (int i = 0; i < n; ++i) {
+            const fs::path sdir = dir_ / ("s" + std::to_string(i + 1));
+            fs::remove_all(sdir);
+            fs::create_directories(sdir / "data");
+            detail::write_file(sdir / "data/myid", std::to_string(i + 1) + "\n");
+            std::ostringstream cfg;
+            cfg << "tickTime=" << options_.tick_time.count() << "\n"
+                // Generous sync limits: small ticks must not make busy CI machines drop followers.
+                << "initLimit=" << ticks(10s, 10) << "\n"
+                << "syncLimit=" << ticks(5s, 5) << "\n"
+                << "dataDir=" << (sdir / "data").string() << "\n"
+                << "clientPort=" << ports[3 * i] << "\n"
+                << "clientPortAddress=127.0.0.1\n"
+                << "forceSync=no\n"
+                << "maxClientCnxns=0\n"
+                << "admin.enableServer=false\n"
+                << "4lw.commands.whitelist=*\n";
+            if (n == 1) cfg << "standaloneEnabled=false\n";
+            if (options_.max_session_timeout_ms > 0)
+                cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+            for (int k = 0; k < n; ++k)
+                cfg << "server." << k + 1 << "=127.0.0.1:" << ports[3 * k + 1] << ":" << ports[3 * k + 2] << "\n";
+            for (const auto& line : options_.extra_config) cfg << line << "\n";
+            detail::write_file(sdir / "zoo.cfg", cfg.str());
+            servers_.push_back(std::unique_ptr<zk_server>(
+                new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_.jvm_heap)));
+        }
+        if (!options_.start) return;
+
+        try {
+            for (auto& s : servers_) s->spawn();  // start the JVMs in parallel
+            const auto deadline = std::chrono::steady_clock::now() + 30s;
+            for (auto& s : servers_) s->wait_up(deadline);
+            const auto left = deadline - std::chrono::steady_clock::now();
+            if (!wait_quorum(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left), 1000ms))) {
+                std::string logs;
+                for (auto& s : servers_) logs += "---- " + s->dir().string() + ":\n" + s->log_tail(20);
+                throw std::runtime_error("ZooKeeper ensemble in " + dir_.string() +
+                                         " elected no leader in time:\n" + logs);
+            }
+            return;
+        } catch (const std::runtime_error&) {
+            // A port picked as free may have been taken since; then try again with new ones.
+            bool bind_failed = false;
+            for (auto& s : servers_)
+                bind_failed = bind_failed || s->log_tail(200).find("Address already in use") != std::string::npos;
+            if (!bind_failed || attempt >= 2) throw;
+        }
+    }
+}
+
+std::string zk_ensemble::connect_string() const
+{
+    std::string out;
+    for (const auto& s : servers_) out += (out.empty() ? "" : ",") + s->connect_string();
+    return out;
+}
+
+std::string zk_ensemble::connect_string(int i) const { return server(i).connect_string(); }
+
+zk_server& zk_ensemble::server(int i) { return *servers_.at(static_cast<std::size_t>(i)); }
+
+const zk_server& zk_ensemble::server(int i) const { return *servers_.at(static_cast<std::size_t>(i)); }
+
+int zk_ensemble::leader() const
+{
+    for (int i = 0; i < size(); ++i)
+        if (running(i) && four_letter(i, "srvr").find("Mode: leader") != std::string::npos) return i;
+    return -1;
+}
+
+bool zk_ensemble::wait_quorum(std::chrono::milliseconds timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        int leaders = 0, serving = 0, up = 0;
+        for (int i = 0; i < size(); ++i) {
+            if (!running(i)) continue;
+            ++up;
+            const std::string reply = four_letter(i, "srvr");
+            const auto has = [&](const char* mode) { return reply.find(mode) != std::string::npos; };
+            if (has("Mode: leader")) ++leaders;
+            if (has("Mode: leader") || has("Mode: follower") || has("Mode: observer")) ++serving;
+        }
+        if (up > 0 && serving == up && leaders == 1) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(100ms);
+    }
+}
+
+}  // namespace zklock::test

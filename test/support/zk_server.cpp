@@ -1,0 +1,413 @@
+#include "support/zk_server.hpp"
+
+#include "support/failure.hpp"
+#include "support/process_util.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace zklock::test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace detail {
+
+fs::path make_temp_dir(const std::string& prefix)
+{
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = (tmp && *tmp ? std::string(tmp) : std::string("/tmp")) + "/" + prefix + ".XXXXXX";
+    if (!::mkdtemp(templ.data()))
+        throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
+    return templ;
+}
+
+void write_file(const fs::path& path, const std::string& content)
+{
+    std::ofstream out(path, std::ios::trunc);
+    out << content;
+    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string read_file_from(const fs::path& path, std::uintmax_t offset)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+std::string tail_lines(const std::string& text, std::size_t lines)
+{
+    if (lines == 0) return {};
+    std::size_t pos = text.size();
+    if (pos > 0 && text[pos - 1] == '\n') --pos;  // a trailing newline does not start a line
+    for (std::size_t n = 0; n < lines; ++n) {
+        std::size_t nl = pos == 0 ? std::string::npos : text.rfind('\n', pos - 1);
+        if (nl == std::string::npos) return text;
+        pos = nl;
+    }
+    return text.substr(pos + 1);
+}
+
+}  // namespace detail
+
+namespace {
+
+int sys_check(int r, const char* what)
+{
+    if (r < 0) throw std::system_error(errno, std::generic_category(), what);
+    return r;
+}
+
+sockaddr_in loopback(std::uint16_t port)
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+bool executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p); }
+
+std::string find_java()
+{
+    if (const char* home = std::getenv("JAVA_HOME"); home && *home && executable(fs::path(home) / "bin/java"))
+        return (fs::path(home) / "bin/java").string();
+    if (const char* path = std::getenv("PATH")) {
+        std::istringstream dirs(path);
+        for (std::string d; std::getline(dirs, d, ':');)
+            if (!d.empty() && executable(fs::path(d) / "java")) return (fs::path(d) / "java").string();
+    }
+    return "/usr/bin/java";
+}
+
+// SLF4J bindings Debian may ship; without one ZooKeeper logs nothing at all (NOP logger).
+struct log_binding {
+    std::vector<std::string> jars;
+    bool log4j;
+};
+
+const log_binding* find_log_binding()
+{
+    static const std::vector<log_binding> candidates = {
+        {{"slf4j-log4j12.jar", "log4j-1.2.jar"}, true},
+        {{"slf4j-reload4j.jar", "reload4j.jar"}, true},
+        {{"slf4j-simple.jar"}, false},
+    };
+    for (const auto& c : candidates) {
+        bool all = true;
+        for (const auto& jar : c.jars) all = all && fs::exists(fs::path("/usr/share/java") / jar);
+        if (all) return &c;
+    }
+    return nullptr;
+}
+
+constexpr const char* log4j_properties =
+    "log4j.rootLogger=INFO, CONSOLE\n"
+    "log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
+    "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
+    "log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n";
+
+}  // namespace
+
+std::vector<std::uint16_t> free_ports(std::size_t n)
+{
+    std::vector<int> fds;
+    std::vector<std::uint16_t> ports;
+    try {
+        for (std::size_t i = 0; i < n; ++i) {
+            int fd = sys_check(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+            fds.push_back(fd);
+            sockaddr_in a = loopback(0);
+            sys_check(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), "bind 127.0.0.1:0");
+            socklen_t len = sizeof a;
+            sys_check(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), "getsockname");
+            ports.push_back(ntohs(a.sin_port));
+        }
+    } catch (...) {
+        for (int fd : fds) ::close(fd);
+        throw;
+    }
+    for (int fd : fds) ::close(fd);
+    return ports;
+}
+
+std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono::milliseconds timeout)
+{
+    const auto deadline = clock_type::now() + timeout;
+    auto wait_for = [&](int fd, short events) {
+        for (;;) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+            if (left <= 0ms) return false;
+            pollfd p{fd, events, 0};
+            int r = ::poll(&p, 1, static_cast<int>(left.count()));
+            if (r > 0) return true;
+            if (r < 0 && errno != EINTR) return false;
+        }
+    };
+
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return {};
+    std::string reply;
+    sockaddr_in a = loopback(port);
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (!ok && errno == EINPROGRESS && wait_for(fd, POLLOUT)) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    std::size_t sent = 0;
+    while (ok && sent < cmd.size()) {
+        ssize_t n = ::send(fd, cmd.data() + sent, cmd.size() - sent, MSG_NOSIGNAL);
+        if (n > 0)
+            sent += static_cast<std::size_t>(n);
+        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLOUT)))
+            ok = false;
+    }
+    while (ok) {
+        char buf[4096];
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0)
+            reply.append(buf, static_cast<std::size_t>(n));
+        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLIN)))
+            break;  // EOF (the server closes after replying), error or timeout
+    }
+    ::close(fd);
+    return reply;
+}
+
+zk_server::zk_server(server_options options)
+    : options_(std::move(options)),
+      dir_(detail::make_temp_dir("zklock-zk")),
+      port_(free_ports(1).front()),
+      uncaught_(std::uncaught_exceptions())
+{
+    if (options_.start) {
+        try {
+            start();
+        } catch (...) {
+            std::fprintf(stderr, "zklock::test::zk_server: start failed, kept %s\n", dir_.c_str());
+            throw;
+        }
+    }
+}
+
+zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, std::string jvm_heap)
+    : dir_(std::move(dir)), port_(port), member_(true), uncaught_(std::uncaught_exceptions())
+{
+    options_.jvm_heap = std::move(jvm_heap);
+}
+
+zk_server::~zk_server()
+{
+    try {
+        stop();
+    } catch (...) {
+    }
+    if (member_) return;
+    if (keep_ || std::uncaught_exceptions() > uncaught_ || should_keep_files()) {
+        std::fprintf(stderr, "zklock::test::zk_server: kept %s\n", dir_.c_str());
+    } else {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+}
+
+std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
+
+pid_t zk_server::pid() const { return running() ? pid_ : -1; }
+
+void zk_server::write_config() const
+{
+    std::ostringstream cfg;
+    cfg << "tickTime=" << options_.tick_time.count() << "\n"
+        << "dataDir=" << (dir_ / "data").string() << "\n"
+        << "clientPort=" << port_ << "\n"
+        << "clientPortAddress=127.0.0.1\n"
+        << "forceSync=no\n"
+        << "maxClientCnxns=0\n"
+        << "admin.enableServer=false\n"
+        << "4lw.commands.whitelist=*\n";
+    if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+    for (const auto& line : options_.extra_config) cfg << line << "\n";
+    detail::write_file(dir_ / "zoo.cfg", cfg.str());
+}
+
+void zk_server::start()
+{
+    if (running()) return;
+    for (int attempt = 0;; ++attempt) {
+        if (!member_) write_config();
+        const auto log_size_before = fs::exists(log_path()) ? fs::file_size(log_path()) : 0;
+        spawn();
+        try {
+            wait_up(clock_type::now() + 30s);
+            started_ = true;
+            return;
+        } catch (const std::runtime_error&) {
+            // The port was free when picked but another process may have taken it since.
+            bool bind_failed = detail::read_file_from(log_path(), log_size_before).find("Address already in use")
+                               != std::string::npos;
+            if (member_ || started_ || !bind_failed || attempt >= 3) throw;
+            port_ = free_ports(1).front();
+        }
+    }
+}
+
+void zk_server::spawn()
+{
+    std::vector<std::string> args = {find_java(), "-Xmx" + options_.jvm_heap, "-XX:-UsePerfData",
+                                     "-Djava.awt.headless=true"};
+    if (options_.fast_start_jvm) {
+        // Faster JVM start and fewer threads: test servers are small and short-lived. Not for
+        // benchmarks: C1-only code is slower once warm.
+        args.insert(args.begin() + 2, {"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"});
+    }
+    const char* zk_jar = std::getenv("ZOOKEEPER_JAR");
+    std::string classpath = zk_jar && *zk_jar ? zk_jar : "/usr/share/java/zookeeper.jar";
+    if (const log_binding* binding = find_log_binding()) {
+        for (const auto& jar : binding->jars) classpath += ":/usr/share/java/" + jar;
+        if (binding->log4j) {
+            detail::write_file(dir_ / "log4j.properties", log4j_properties);
+            args.push_back("-Dlog4j.configuration=file:" + (dir_ / "log4j.properties").string());
+        } else {
+            args.push_back("-Dorg.slf4j.simpleLogger.showDateTime=true");
+        }
+    }
+    args.insert(args.end(), {"-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                             (dir_ / "zoo.cfg").string()});
+
+    // Everything the child needs is prepared here: between fork and exec only async-signal-safe calls.
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int log_fd =
+        sys_check(::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), "open log");
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const long max_fd = ::sysconf(_SC_OPEN_MAX);
+    const pid_t parent = ::getpid();
+    std::string banner = "---- zklock::test: starting " + args.front() + " on port " + std::to_string(port_) + "\n";
+    (void)!::write(log_fd, banner.data(), banner.size());
+
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+        sigset_t all;
+        ::sigemptyset(&all);
+        ::sigprocmask(SIG_SETMASK, &all, nullptr);
+        for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+        ::dup2(null_fd, 0);
+        ::dup2(log_fd, 1);
+        ::dup2(log_fd, 2);
+        // Do not leak the test's sockets (Asio's are not close-on-exec) into the server.
+        if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+            for (long fd = 3; fd < max_fd; ++fd) ::close(static_cast<int>(fd));
+        ::execv(argv[0], argv.data());
+        constexpr char msg[] = "zklock::test: exec java failed\n";
+        (void)!::write(2, msg, sizeof msg - 1);
+        ::_exit(127);
+    }
+    const int fork_errno = errno;
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    if (pid < 0) throw std::system_error(fork_errno, std::generic_category(), "fork");
+    ::setpgid(pid, pid);  // also here, so the group exists before either side runs on
+    pid_ = pid;
+}
+
+void zk_server::wait_up(clock_type::time_point deadline)
+{
+    const auto failure = [&](const std::string& what) {
+        return std::runtime_error("ZooKeeper on port " + std::to_string(port_) + " " + what + "; dir " +
+                                  dir_.string() + "; log tail:\n" + log_tail(40));
+    };
+    for (;;) {
+        if (reap(false)) throw failure("exited during startup");
+        // "ruok" answers before the server serves ("srvr" then says "not currently serving
+        // requests", clients are turned away); quorum members only serve once there is a leader.
+        if (zklock::test::four_letter(port_, "ruok", 1s) == "imok" &&
+            (member_ || zklock::test::four_letter(port_, "srvr", 1s).find("Mode: ") != std::string::npos))
+            return;
+        if (clock_type::now() > deadline) {
+            kill();
+            throw failure("did not come up in time");
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
+bool zk_server::reap(bool block) const
+{
+    if (pid_ <= 0) return true;
+    for (;;) {
+        int status = 0;
+        pid_t r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+        if (r == 0) return false;
+        if (r < 0 && errno == EINTR) continue;
+        pid_ = -1;  // exited, or already reaped by someone else (ECHILD)
+        return true;
+    }
+}
+
+bool zk_server::running() const { return !reap(false); }
+
+void zk_server::terminate()
+{
+    if (!reap(false) && ::kill(-pid_, SIGTERM) != 0) ::kill(pid_, SIGTERM);
+}
+
+void zk_server::stop()
+{
+    if (reap(false)) return;
+    terminate();
+    const auto deadline = clock_type::now() + 5s;
+    while (clock_type::now() < deadline) {
+        if (reap(false)) return;
+        std::this_thread::sleep_for(20ms);
+    }
+    kill();
+}
+
+void zk_server::kill()
+{
+    if (reap(false)) return;
+    if (::kill(-pid_, SIGKILL) != 0) ::kill(pid_, SIGKILL);
+    reap(true);
+}
+
+std::string zk_server::four_letter(const std::string& cmd) const { return zklock::test::four_letter(port_, cmd); }
+
+std::filesystem::path zk_server::log_path() const { return dir_ / "zookeeper.log"; }
+
+std::string zk_server::log_tail(std::size_t lines) const
+{
+    return detail::tail_lines(detail::read_file_from(log_path()), lines);
+}
+
+}  // namespace zklock::test

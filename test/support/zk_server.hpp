@@ -1,0 +1,110 @@
+// support/zk_server.hpp — a real, throwaway, standalone ZooKeeper server for tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace zklock::test {
+
+class zk_ensemble;
+
+/// Options of zk_server and zk_ensemble (an aggregate: designated initializers must follow this order).
+struct server_options {
+    /// ZooKeeper clamps session timeouts to [2, 20] x tickTime: use e.g. 200 ms for short sessions.
+    std::chrono::milliseconds tick_time{2000};
+    /// maxSessionTimeout in ms; 0 = ZooKeeper's default (20 x tickTime).
+    int max_session_timeout_ms = 0;
+    /// JVM -Xmx.
+    std::string jvm_heap = "512m";
+    /// Start in the constructor (otherwise call start()).
+    bool start = true;
+    /// Extra zoo.cfg lines ("key=value"); they come last, so they override earlier keys.
+    /// JVM flags for a fast start (serial GC, C1 only). Benchmarks turn this off: the protocol
+    /// runs the server with its default JIT (only -Xmx512m).
+    bool fast_start_jvm = true;
+    std::vector<std::string> extra_config{};
+};
+
+/// A standalone ZooKeeper server on 127.0.0.1 and a free port, in its own temp dir, run as a
+/// java child process. Many instances can run in parallel (each has its own port and dir).
+///
+/// The destructor stops the server and removes the temp dir, unless keep_files() was called,
+/// an exception is unwinding, a failure was noted (see support/failure.hpp) or the environment
+/// sets ZKLOCK_TEST_KEEP_FILES; a kept dir is printed on stderr.
+///
+/// The java process gets SIGKILL when the thread that started it dies (PR_SET_PDEATHSIG), so
+/// a crashed test leaves nothing running: start servers from a long-lived thread.
+///
+/// Runs `$JAVA_HOME/bin/java` or `java` from PATH with $ZOOKEEPER_JAR (default
+/// /usr/share/java/zookeeper.jar) and Debian's SLF4J log4j binding; the log is dir()/zookeeper.log.
+class zk_server {
+public:
+    explicit zk_server(server_options options = {});
+    ~zk_server();
+    zk_server(const zk_server&) = delete;
+    zk_server& operator=(const zk_server&) = delete;
+
+    /// "127.0.0.1:PORT".
+    std::string connect_string() const;
+    /// Fixed once the server first came up (before that, a start() that finds the port taken
+    /// by someone else picks another one).
+    std::uint16_t port() const { return port_; }
+    /// PID of the java process, -1 when not running.
+    pid_t pid() const;
+
+    /// Starts the server (same port and data as before a stop) and waits (30 s at most) until
+    /// it serves; throws std::runtime_error with the log tail if it does not. (Waiting for
+    /// "ruok" alone is not enough: the server answers it before it accepts sessions.)
+    void start();
+    /// SIGTERM, then SIGKILL if still alive after 5 s; waits for the process to exit.
+    void stop();
+    /// SIGKILL (a crash: no clean shutdown); waits for the process to exit.
+    void kill();
+    bool running() const;
+
+    /// Sends a four-letter word ("ruok", "srvr", "mntr", "stat", "cons", "srst", ...) and returns
+    /// the reply, or "" if the server is unreachable (3 s at most).
+    std::string four_letter(const std::string& cmd) const;
+
+    /// Do not delete the temp dir (printed on stderr by the destructor).
+    void keep_files() { keep_ = true; }
+    std::filesystem::path dir() const { return dir_; }
+    /// The last lines of the server log (it survives restarts).
+    std::string log_tail(std::size_t lines = 80) const;
+
+private:
+    friend class zk_ensemble;
+    struct member_tag {};
+    // For zk_ensemble: a quorum member whose dir (already holding zoo.cfg) the ensemble owns.
+    zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, std::string jvm_heap);
+
+    std::filesystem::path log_path() const;
+    void write_config() const;
+    void spawn();
+    void terminate();  // SIGTERM without waiting
+    void wait_up(std::chrono::steady_clock::time_point deadline);
+    bool reap(bool block) const;
+
+    server_options options_;
+    std::filesystem::path dir_;
+    std::uint16_t port_ = 0;
+    mutable pid_t pid_ = -1;
+    bool member_ = false;   // of a zk_ensemble, which writes zoo.cfg and owns the dir
+    bool started_ = false;  // once up, the port is fixed
+    bool keep_ = false;
+    int uncaught_ = 0;
+};
+
+/// Free TCP ports on 127.0.0.1, all distinct (bound together, then released).
+std::vector<std::uint16_t> free_ports(std::size_t n);
+
+/// Sends a four-letter word to 127.0.0.1:port; returns the reply, "" if unreachable.
+std::string four_letter(std::uint16_t port, const std::string& cmd,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(3));
+
+}  // namespace zklock::test

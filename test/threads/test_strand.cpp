@@ -1,0 +1,129 @@
+// Sessions on strands of an io_context run by 4 threads: every session's work (and its locks')
+// runs through its strand, many coroutines acquire and release at once. Built with
+// ZKLOCK_SANITIZE=thread by scripts/test.sh (ZKLOCK_SANITIZERS=1) to look for data races.
+#include "../common.hpp"
+#include "support/checker.hpp"
+#include "support/zk_server.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <thread>
+
+using namespace zklock;
+using namespace zklock::test;
+
+namespace {
+
+zk_server& thread_server()
+{
+    static zk_server server{server_options{.tick_time = std::chrono::milliseconds(200)}};
+    return server;
+}
+
+// Runs the io_context on `threads` threads until it runs out of work or `limit` passes; true if
+// it ran out of work in time.
+bool run_threads(asio::io_context& ioc, int threads, std::chrono::seconds limit)
+{
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) pool.emplace_back([&] { ioc.run_until(deadline); });
+    for (auto& t : pool) t.join();
+    return ioc.stopped();
+}
+
+std::int64_t seq_of(const lease& l)
+{
+    auto n = detail::parse_queue_node(detail::base_name(l.node()));
+    return n ? n->seq : -1;
+}
+
+}  // namespace
+
+TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many coroutines acquiring through the strands")
+{
+    asio::io_context ioc;
+    const auto servers = thread_server().connect_string();
+    const auto path = unique_path("strands");
+    checker c;
+    c.expect_queue_order(path);
+    const int sessions = 3, per_session = 16, cycles = 5;
+    std::atomic<int> finished{0}, written{0}, timeouts{0}, cancelled{0};
+    std::atomic<int> closed{0};
+    std::vector<std::exception_ptr> errors(sessions);
+
+    for (int si = 0; si < sessions; ++si) {
+        auto strand = asio::make_strand(ioc);
+        // The session's coroutine runs on the strand: connects, starts its waiters (on the same
+        // strand), waits for them, closes.
+        asio::co_spawn(strand, [&, si, strand]() -> awaitable<void> {
+            session s{strand, config_for(servers)};
+            co_await s.async_connect(asio::deferred);
+            std::atomic<int> mine{0};
+            for (int w = 0; w < per_session; ++w) {
+                asio::co_spawn(strand, [&, si, w, strand]() -> awaitable<void> {
+                    using namespace asio::experimental::awaitable_operators;
+                    mutex m{s, path};
+                    for (int k = 0; k < cycles; ++k) {
+                        const auto holder = "s" + std::to_string(si) + "w" + std::to_string(w) + "#" + std::to_string(k);
+                        if (k == 2 && w % 4 == 0) {
+                            // A short deadline, then the same through cancellation by a timer.
+                            auto [ec, l] = co_await m.async_acquire(1ms, tuple);
+                            if (ec == errc::timeout || ec == errc::would_block) ++timeouts;
+                            else if (!ec) {
+                                c.granted(path, holder, l.fencing_token(), seq_of(l));
+                                c.write_counter(path, c.read_counter(path) + 1);
+                                ++written;
+                                c.released(path, holder);
+                                co_await l.async_release();
+                            }
+                            asio::steady_timer t{strand, 2ms};
+                            auto r = co_await (m.async_acquire(asio::use_awaitable) || t.async_wait(asio::use_awaitable));
+                            if (r.index() == 1) ++cancelled;
+                            else {
+                                auto l2 = std::get<0>(std::move(r));
+                                const auto h2 = holder + "b";
+                                c.granted(path, h2, l2.fencing_token(), seq_of(l2));
+                                c.write_counter(path, c.read_counter(path) + 1);
+                                ++written;
+                                c.released(path, h2);
+                                co_await l2.async_release();
+                            }
+                            continue;
+                        }
+                        auto l = co_await m.async_acquire(60s);
+                        c.granted(path, holder, l.fencing_token(), seq_of(l));
+                        const auto v = c.read_counter(path);
+                        co_await sleep_for(1ms);  // suspended in the critical section; other threads run
+                        c.write_counter(path, v + 1);
+                        ++written;
+                        c.released(path, holder);
+                        co_await l.async_release();
+                    }
+                    ++mine;
+                    ++finished;
+                }, asio::detached);
+            }
+            for (int i = 0; i < 6000 && mine < per_session; ++i) co_await sleep_for(10ms);
+            co_await s.async_close();
+            ++closed;
+        }, [&, si](std::exception_ptr e) { errors[static_cast<std::size_t>(si)] = e; });
+    }
+    const bool in_time = run_threads(ioc, 4, std::chrono::seconds(150));
+    CHECK(in_time);
+    for (auto& e : errors)
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                FAIL("a session coroutine threw: " << ex.what());
+            }
+        }
+    CHECK(finished == sessions * per_session);
+    CHECK(closed == sessions);
+    MESSAGE(written.load() << " critical sections, " << timeouts.load() << " timeouts, " << cancelled.load()
+                           << " cancelled by the timer");
+    CHECK(c.counter(path) == written.load());
+    CHECK_MESSAGE(c.ok(), c.report());
+}

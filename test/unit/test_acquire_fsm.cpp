@@ -1,0 +1,513 @@
+// The acquire state machine fed scripted events: every path, and a cancel (or timeout) at every step.
+#include <zklock/detail/acquire_fsm.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+using namespace zklock;
+using namespace zklock::detail;
+using ak = acquire_fsm::action_kind;
+
+namespace {
+
+constexpr std::uint64_t me = 1;
+const std::string dir = "/l";
+
+std::string name(std::uint64_t id, int seq, char kind = 'x')
+{
+    return node_prefix(static_cast<node_kind>(kind), id) + std::string(10 - std::to_string(seq).size(), '0') +
+           std::to_string(seq);
+}
+std::string path(std::uint64_t id, int seq, char kind = 'x') { return dir + "/" + name(id, seq, kind); }
+
+const error_code ok{};
+const error_code loss = zk_errc::connection_loss;
+const error_code aborted = boost::asio::error::operation_aborted;
+
+// A machine whose node (seq 5) was created behind a holder (seq 1) and a waiter (seq 3): it
+// watches seq 3, which was not the head, so its deletion means "list again".
+acquire_fsm waiting_machine()
+{
+    acquire_fsm f(dir, {}, me, false);
+    f.start();
+    auto a = f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(9, 3), name(me, 5)});
+    REQUIRE(a.kind == ak::watch);
+    REQUIRE(a.path == path(9, 3));
+    REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("uncontended: create and list in one step, granted at the head")
+{
+    acquire_fsm f(dir, {}, me, false);
+    auto a = f.start();
+    CHECK(a.kind == ak::create);
+    CHECK(a.path == "/l/x-0000000000000001-");
+    a = f.on_create(ok, path(me, 0), 77, ok, {name(me, 0), "not-a-lock-node"});
+    CHECK(a.kind == ak::done);
+    CHECK_FALSE(a.ec);
+    CHECK(f.own_node() == path(me, 0));
+    CHECK(f.fencing_token() == 77);
+}
+
+TEST_CASE("contended: watch only the predecessor, re-check when it fires")
+{
+    acquire_fsm f(dir, {}, me, false);
+    f.start();
+    auto a = f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4), name(me, 7), name(4, 9)});
+    CHECK(a.kind == ak::watch);
+    CHECK(a.path == path(3, 4));  // the immediate predecessor, not the head
+    CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+    CHECK(f.on_watch_fired().kind == ak::list);
+    // The predecessor left, the head did not: now watch the head.
+    a = f.on_children(ok, {name(2, 1), name(me, 7), name(4, 9)});
+    CHECK(a.kind == ak::watch);
+    CHECK(a.path == path(2, 1));
+    // The watched node was already gone: look again instead of waiting for nothing.
+    CHECK(f.on_watch_set(zk_errc::no_node).kind == ak::list);
+    a = f.on_children(ok, {name(me, 7), name(4, 9)});
+    CHECK(a.kind == ak::done);
+    CHECK_FALSE(a.ec);
+}
+
+TEST_CASE("missing parents are created as containers, with a bounded retry")
+{
+    acquire_fsm f(dir, {}, me, false);
+    f.start();
+    auto a = f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {});
+    CHECK(a.kind == ak::create_parents);
+    CHECK(a.path == dir);
+    CHECK(f.on_parents_created(ok).kind == ak::create);
+    // A container reclaimed between its creation and our create: again.
+    CHECK(f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {}).kind == ak::create_parents);
+    CHECK(f.on_parents_created(zk_errc::node_exists).kind == ak::create);
+    for (int i = 2; i < acquire_fsm::max_parent_retries; ++i) {
+        REQUIRE(f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {}).kind == ak::create_parents);
+        REQUIRE(f.on_parents_created(ok).kind == ak::create);
+    }
+    a = f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {});
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == zk_errc::no_node);
+}
+
+TEST_CASE("lost create reply: find our node by attempt id, never create a second one")
+{
+    acquire_fsm f(dir, {}, me, false);
+    f.start();
+    CHECK(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
+    CHECK(f.on_connected().kind == ak::list);
+
+    SUBCASE("the server had created it")
+    {
+        auto a = f.on_children(ok, {name(2, 1), name(me, 3)});
+        CHECK(a.kind == ak::stat_node);
+        CHECK(a.path == path(me, 3));
+        CHECK(f.on_stat(ok, 33).kind == ak::list);
+        CHECK(f.fencing_token() == 33);
+        a = f.on_children(ok, {name(2, 1), name(me, 3)});
+        CHECK(a.kind == ak::watch);
+        CHECK(a.path == path(2, 1));
+    }
+    SUBCASE("the server had not: create again")
+    {
+        CHECK(f.on_children(ok, {name(2, 1)}).kind == ak::create);
+    }
+    SUBCASE("two nodes of ours (a retried create raced): keep the oldest, delete the other")
+    {
+        auto a = f.on_children(ok, {name(me, 8), name(me, 3)});
+        CHECK(a.kind == ak::stat_node);
+        CHECK(a.path == path(me, 3));
+        REQUIRE(a.orphans.size() == 1);
+        CHECK(a.orphans[0] == path(me, 8));
+    }
+}
+
+TEST_CASE("a duplicate of ours seen later is deleted as an orphan")
+{
+    acquire_fsm f(dir, {}, me, false);
+    f.start();
+    auto a = f.on_create(ok, path(me, 2), 5, ok, {name(me, 2), name(me, 6)});
+    CHECK(a.kind == ak::done);
+    REQUIRE(a.orphans.size() == 1);
+    CHECK(a.orphans[0] == path(me, 6));
+}
+
+TEST_CASE("our node deleted by someone else while waiting: lock_lost")
+{
+    auto f = waiting_machine();
+    CHECK(f.on_watch_fired().kind == ak::list);
+    auto a = f.on_children(ok, {name(8, 1), name(9, 3)});
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == errc::lock_lost);
+}
+
+TEST_CASE("connection loss while listing or watching: wait, then list again")
+{
+    auto f = waiting_machine();
+    CHECK(f.on_watch_fired().kind == ak::list);
+    CHECK(f.on_children(loss, {}).kind == ak::wait_connected);
+    CHECK(f.on_connected().kind == ak::list);
+    CHECK(f.on_children(ok, {name(8, 1), name(9, 3), name(me, 5)}).kind == ak::watch);
+    CHECK(f.on_watch_set(loss).kind == ak::wait_connected);
+    CHECK(f.on_connected().kind == ak::list);
+}
+
+TEST_CASE("session expiry at any step completes with session_expired")
+{
+    auto f = waiting_machine();
+    auto a = f.on_session_lost(zk_errc::session_expired);
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == errc::session_expired);
+    CHECK(f.on_watch_fired().kind == ak::none);  // late events are ignored
+}
+
+TEST_CASE("try: taken means delete our node and would_block")
+{
+    acquire_fsm f(dir, {}, me, true);
+    f.start();
+    auto a = f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)});
+    CHECK(a.kind == ak::remove);
+    CHECK(a.path == path(me, 5));
+    a = f.on_removed(ok);
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == errc::would_block);
+}
+
+// Every cancellation reason at every step: the node (if any) is deleted before completing.
+TEST_CASE("cancel or timeout at every step")
+{
+    for (error_code reason : {aborted, error_code(errc::timeout)}) {
+        CAPTURE(reason.message());
+        SUBCASE("before the create is sent")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            auto a = f.on_cancel(reason);
+            CHECK(a.kind == ak::done);
+            CHECK(a.ec == reason);
+        }
+        SUBCASE("create in flight, reply arrives")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            auto a = f.on_create(ok, path(me, 5), 1, ok, {name(me, 5)});
+            CHECK(a.kind == ak::remove);  // even though it would have been granted
+            CHECK(a.path == path(me, 5));
+            a = f.on_removed(ok);
+            CHECK(a.kind == ak::done);
+            CHECK(a.ec == reason);
+        }
+        SUBCASE("create in flight, reply lost: find the node, then delete it")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            CHECK(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
+            CHECK(f.on_connected().kind == ak::list);
+            auto a = f.on_children(ok, {name(me, 4)});
+            CHECK(a.kind == ak::remove);
+            CHECK(a.path == path(me, 4));
+            CHECK(f.on_removed(zk_errc::no_node).kind == ak::done);
+        }
+        SUBCASE("create in flight, reply lost, node not there: nothing to delete")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            f.on_cancel(reason);
+            f.on_create(loss, "", 0, loss, {});
+            f.on_connected();
+            auto a = f.on_children(ok, {name(2, 1)});
+            CHECK(a.kind == ak::done);
+            CHECK(a.ec == reason);
+        }
+        SUBCASE("creating parents")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {});
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            auto a = f.on_parents_created(ok);
+            CHECK(a.kind == ak::done);
+            CHECK(a.ec == reason);
+        }
+        SUBCASE("setting the watch")
+        {
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)});
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            CHECK(f.on_watch_set(ok).kind == ak::remove);
+        }
+        SUBCASE("waiting for the predecessor")
+        {
+            auto f = waiting_machine();
+            auto a = f.on_cancel(reason);
+            CHECK(a.kind == ak::remove);
+            CHECK(a.path == path(me, 5));
+            CHECK(f.on_watch_fired().kind == ak::none);
+            SUBCASE("delete reply lost: retried after reconnecting")
+            {
+                CHECK(f.on_removed(loss).kind == ak::wait_connected);
+                CHECK(f.on_connected().kind == ak::remove);
+                CHECK(f.on_removed(zk_errc::no_node).kind == ak::done);
+            }
+            SUBCASE("deleted")
+            {
+                a = f.on_removed(ok);
+                CHECK(a.kind == ak::done);
+                CHECK(a.ec == reason);
+            }
+        }
+        SUBCASE("re-checking the queue")
+        {
+            auto f = waiting_machine();
+            f.on_watch_fired();
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            CHECK(f.on_children(ok, {name(8, 1), name(me, 5)}).kind == ak::remove);
+        }
+        SUBCASE("waiting for the connection")
+        {
+            auto f = waiting_machine();
+            f.on_watch_fired();
+            f.on_children(loss, {});
+            CHECK(f.on_cancel(reason).kind == ak::none);
+            CHECK(f.on_connected().kind == ak::remove);
+        }
+        SUBCASE("the session expires while the delete is pending: the node went with it")
+        {
+            auto f = waiting_machine();
+            f.on_cancel(reason);
+            auto a = f.on_removed(zk_errc::session_expired);
+            CHECK(a.kind == ak::done);
+            CHECK(a.ec == reason);
+        }
+        SUBCASE("a second cancel changes nothing")
+        {
+            auto f = waiting_machine();
+            f.on_cancel(reason);
+            CHECK(f.on_cancel(aborted).kind == ak::none);
+            CHECK(f.on_removed(ok).ec == reason);
+        }
+    }
+}
+
+TEST_CASE("a non-retryable error with our node in place deletes it first")
+{
+    auto f = waiting_machine();
+    f.on_watch_fired();
+    auto a = f.on_children(zk_errc::no_auth, {});
+    CHECK(a.kind == ak::remove);
+    a = f.on_removed(ok);
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == zk_errc::no_auth);
+}
+
+TEST_CASE("handoff without a re-list")
+{
+    SUBCASE("the watched node was the head of our listing")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        CHECK(f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)}).kind == ak::watch);
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+        auto a = f.on_watch_fired(true);
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+        CHECK(f.fast_handoff());
+        CHECK(f.should_mark());  // someone may be behind us: we cannot know without listing
+    }
+    SUBCASE("the watched exclusive node carries the holder mark")
+    {
+        auto f = waiting_machine();  // watches seq 3, not the head
+        CHECK(f.on_watch_fired(false).kind == ak::watch);  // data changed: read it again
+        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        auto a = f.on_watch_fired(true);
+        CHECK(a.kind == ak::done);
+        CHECK(f.fast_handoff());
+    }
+    SUBCASE("an unmarked node that was not the head: list")
+    {
+        auto f = waiting_machine();
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("a marked reader says nothing about readers before it")
+    {
+        acquire_fsm f(dir, {node_kind::exclusive, 1}, me, false);
+        f.start();
+        CHECK(f.on_create(ok, path(me, 5), 1, ok, {name(7, 1, 'r'), name(9, 3, 'r'), name(me, 5)}).kind == ak::watch);
+        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("permits never skip the listing")
+    {
+        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        f.start();
+        CHECK(f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')}).kind == ak::watch);
+        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("a reader behind a head writer")
+    {
+        acquire_fsm f(dir, {node_kind::shared, 1}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 5, 'r'), 1, ok, {name(9, 1), name(7, 3, 'r'), name(me, 5, 'r')});
+        CHECK(a.kind == ak::watch);
+        CHECK(a.path == path(9, 1));
+        f.on_watch_set(ok);
+        CHECK(f.on_watch_fired(true).kind == ak::done);
+        CHECK_FALSE(f.should_mark());  // readers never mark
+    }
+    SUBCASE("uncontended grants do not mark; a grant with a successor does")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        f.on_create(ok, path(me, 1), 1, ok, {name(me, 1)});
+        CHECK_FALSE(f.should_mark());
+        acquire_fsm g(dir, {}, me, false);
+        g.start();
+        g.on_create(ok, path(me, 1), 1, ok, {name(me, 1), name(4, 2)});
+        CHECK(g.should_mark());
+        CHECK_FALSE(g.fast_handoff());
+    }
+    SUBCASE("cancel while the watch is being read again")
+    {
+        auto f = waiting_machine();
+        f.on_watch_fired(false);
+        CHECK(f.on_cancel(aborted).kind == ak::none);
+        CHECK(f.on_watch_set(ok, true).kind == ak::remove);
+    }
+}
+
+TEST_CASE("queue policies")
+{
+    auto q = make_queue({name(1, 1, 'r'), name(2, 2, 'x'), name(3, 3, 'r'), name(4, 4, 'r'), name(5, 5, 'x'),
+                         name(6, 6, 'r')});
+    // exclusive: the node just before
+    CHECK(evaluate(q, 0, {node_kind::exclusive, 1}).acquired);
+    CHECK(evaluate(q, 4, {node_kind::exclusive, 1}).watch == 3);
+    // shared: the nearest exclusive node before us
+    CHECK(evaluate(q, 0, {node_kind::shared, 1}).acquired);
+    CHECK(evaluate(q, 3, {node_kind::shared, 1}).watch == 1);
+    CHECK(evaluate(q, 5, {node_kind::shared, 1}).watch == 4);
+    // permits: held while fewer than N permit nodes are ahead; else watch the one N places ahead
+    auto p = make_queue({name(1, 1, 's'), name(2, 2, 's'), name(3, 3, 's'), name(4, 4, 's')});
+    CHECK(evaluate(p, 1, {node_kind::permit, 2}).acquired);
+    CHECK_FALSE(evaluate(p, 2, {node_kind::permit, 2}).acquired);
+    CHECK(evaluate(p, 2, {node_kind::permit, 2}).watch == 0);
+    CHECK(evaluate(p, 3, {node_kind::permit, 2}).watch == 1);
+}
+
+TEST_CASE("our own node deleted by someone else while we wait: lock_lost, never a grant on a node that is gone")
+{
+    SUBCASE("waiting behind a waiter")
+    {
+        auto f = waiting_machine();
+        auto a = f.on_own_deleted();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::lock_lost);
+        CHECK(f.own_node().empty());
+        CHECK(f.on_watch_fired().kind == ak::none);  // the predecessor going later changes nothing
+        CHECK(f.on_own_deleted().kind == ak::none);
+    }
+    SUBCASE("waiting on the head, whose deletion alone would grant the lock")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        REQUIRE(f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(me, 5)}).kind == ak::watch);
+        REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
+        auto a = f.on_own_deleted();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::lock_lost);
+        CHECK(f.on_watch_fired(true).kind == ak::none);
+    }
+    SUBCASE("while the watch on the predecessor is being set, or the queue listed again")
+    {
+        auto f = waiting_machine();
+        REQUIRE(f.on_watch_fired().kind == ak::list);
+        CHECK(f.on_own_deleted().kind == ak::done);
+        CHECK(f.on_children(ok, {name(8, 1)}).kind == ak::none);
+    }
+    SUBCASE("a pending cancel keeps its reason")
+    {
+        auto f = waiting_machine();
+        REQUIRE(f.on_watch_fired().kind == ak::list);
+        CHECK(f.on_cancel(errc::timeout).kind == ak::none);
+        auto a = f.on_own_deleted();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::timeout);
+    }
+    SUBCASE("ignored before our node is known and while we delete it ourselves")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        CHECK(f.on_own_deleted().kind == ak::none);  // creating
+        REQUIRE(f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(me, 5)}).kind == ak::watch);
+        REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
+        REQUIRE(f.on_cancel(aborted).kind == ak::remove);
+        CHECK(f.on_own_deleted().kind == ak::none);  // our own delete's watch event
+        auto a = f.on_removed(ok);
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == aborted);
+    }
+    SUBCASE("after a lost create reply, until the node is found again")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        REQUIRE(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
+        CHECK(f.on_own_deleted().kind == ak::none);
+    }
+}
+
+TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listings")
+{
+    // Random queues of every kind mix, shuffled as ZooKeeper lists them, with junk children and
+    // duplicates of our attempt id: the one-pass scan must decide exactly what sorting decides.
+    std::mt19937_64 rng(20261123);
+    const char kinds[] = {'x', 'r', 's'};
+    for (int round = 0; round < 3000; ++round) {
+        const int n = 1 + static_cast<int>(rng() % 40);
+        std::vector<std::string> children;
+        std::vector<int> seqs(static_cast<std::size_t>(3 * n));
+        std::iota(seqs.begin(), seqs.end(), 0);
+        std::shuffle(seqs.begin(), seqs.end(), rng);
+        for (int i = 0; i < n; ++i) {
+            const std::uint64_t id = rng() % 7 == 0 ? me : 100 + static_cast<std::uint64_t>(i);
+            children.push_back(name(id, seqs[static_cast<std::size_t>(i)], kinds[rng() % 3]));
+        }
+        if (rng() % 2) children.push_back("junk-" + std::to_string(round));
+        const std::size_t own_index = rng() % children.size();
+        if (children[own_index].starts_with("junk")) continue;
+        const std::string own = children[own_index];
+        const auto own_node = *parse_queue_node(own);
+        const queue_policy policy{own_node.kind, 1 + static_cast<std::uint32_t>(rng() % 4)};
+        std::shuffle(children.begin(), children.end(), rng);
+
+        const auto q = make_queue(children);
+        const auto pos = static_cast<std::size_t>(
+            std::find_if(q.begin(), q.end(), [&](const queue_node& x) { return x.name == own; }) - q.begin());
+        const verdict v = evaluate(q, pos, policy);
+        const scan_result r = scan_queue(children, own, own_node.id, policy);
+        CAPTURE(round);
+        REQUIRE(r.found);
+        REQUIRE(r.acquired == v.acquired);
+        CHECK(r.position == pos);
+        CHECK(r.has_successor == (pos + 1 < q.size()));
+        if (!v.acquired) {
+            CHECK(r.watch == q[v.watch].name);
+            CHECK(r.watch_kind == q[v.watch].kind);
+            CHECK(r.watch_is_head == (v.watch == 0));
+        }
+        std::size_t dups = 0;
+        for (const auto& x : q) dups += x.id == own_node.id && x.name != own;
+        CHECK(r.duplicates.size() == dups);
+    }
+    // Our node missing from the listing: not found, nothing decided.
+    CHECK_FALSE(scan_queue({name(2, 1)}, name(me, 5), me, {}).found);
+}

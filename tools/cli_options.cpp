@@ -1,0 +1,280 @@
+// The zklock command line. A small table-driven parser, not Boost.Program_options: see the comment
+// above parse_command_line.
+#include "cli_options.hpp"
+
+#include <zklock/detail/path.hpp>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace zklock::cli {
+
+namespace {
+
+struct option_spec {
+    std::string_view long_name;
+    char short_name;  // 0: none
+    std::string_view value_name;  // empty: a flag
+    std::string_view help;
+    bool for_list;  // also accepted by `zklock list`
+};
+
+constexpr std::array<option_spec, 10> specs{{
+    {"servers", 0, "H:P,...",
+     "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
+     "else 127.0.0.1:2181.",
+     true},
+    {"timeout", 'w', "DURATION",
+     "Give up (status 75) if the lock is not acquired within DURATION. 0 means --try. Default: wait until "
+     "acquired.",
+     false},
+    {"try", 'n', "", "Fail at once (status 75) if the lock is taken.", false},
+    {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", false},
+    {"session-timeout", 0, "DURATION",
+     "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks). If zklock cannot reach "
+     "a server for this long, the lock is lost.",
+     false},
+    {"connect-timeout", 0, "DURATION",
+     "Give up (status 69) if no server accepts a session within DURATION (default 10s).", true},
+    {"kill-after", 0, "DURATION",
+     "When the lock is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later (default 5s).",
+     false},
+    {"owner", 0, "TEXT",
+     "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", false},
+    {"verbose", 'v', "", "Report progress (connected, queued, acquired, released) on stderr.", true},
+    {"help", 'h', "", "Print this help and exit.", true},
+}};
+
+const option_spec* find_long(std::string_view name)
+{
+    for (auto& s : specs)
+        if (s.long_name == name) return &s;
+    return nullptr;
+}
+
+const option_spec* find_short(char c)
+{
+    for (auto& s : specs)
+        if (s.short_name == c) return &s;
+    return nullptr;
+}
+
+constexpr std::string_view usage_line =
+    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock list [OPTIONS] LOCKPATH | zklock --help";
+
+parse_result fail(std::string message) { return {std::nullopt, std::move(message)}; }
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text)
+{
+    // <number>[ms|s|m|h]; the number may have a fraction ("1.5s"). Bare numbers are seconds, as
+    // flock(1)'s -w and timeout(1) read them.
+    std::size_t unit_at = text.find_first_not_of("0123456789.");
+    const std::string_view number = text.substr(0, unit_at);
+    const std::string_view unit = unit_at == std::string_view::npos ? std::string_view{} : text.substr(unit_at);
+    if (number.empty() || number.front() == '.' || number.back() == '.') return std::nullopt;
+    double value = 0;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
+    double scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit.empty() || unit == "s") scale = 1e3;
+    else if (unit == "m") scale = 60e3;
+    else if (unit == "h") scale = 3600e3;
+    else return std::nullopt;
+    const double ms = std::round(value * scale);
+    if (!(ms >= 0) || ms > 1e10) return std::nullopt;  // ~115 days: far beyond any sane wait
+    return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
+std::string format_duration(std::chrono::milliseconds d)
+{
+    const auto ms = d.count();
+    char buf[64];
+    if (ms < 1000) std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+    else if (ms < 60'000 && ms % 1000 == 0) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(ms / 1000));
+    else if (ms < 60'000) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+    else if (ms % 60'000 == 0) std::snprintf(buf, sizeof buf, "%lldm", static_cast<long long>(ms / 60'000));
+    else std::snprintf(buf, sizeof buf, "%lldm%llds", static_cast<long long>(ms / 60'000), static_cast<long long>(ms % 60'000 / 1000));
+    return buf;
+}
+
+// Why not Boost.Program_options: it accepts options anywhere on the line, so in
+// `zklock /l sh -c 'x'` it rejects COMMAND's `-c` ("unrecognised option"), and in
+// `zklock /l tool --timeout 5` it would silently take the tool's --timeout for ours. zklock must
+// stop reading options at COMMAND, as flock(1), env(1) and POSIX utilities do. Program_options'
+// only hook for that (extra_style_parser) is also called on candidate option values as a probe
+// (cmdline::finish_option), so a parser that counts operands would have to tell probes from real
+// tokens by the address of a vector internal to Program_options. Ten options do not need a library:
+// this table-driven parser is short, has no hidden rules (no abbreviations, no interleaving) and
+// produces one-line messages.
+//
+// Syntax: options (--name VALUE, --name=VALUE, -w VALUE, -wVALUE, -sn grouped flags) come before
+// the operands. The first operand is LOCKPATH, or "list" followed by LOCKPATH. In run mode the
+// next operand starts COMMAND: it and everything after it are COMMAND's, options or not. "--" ends
+// the options explicitly.
+parse_result parse_command_line(int argc, const char* const* argv, const char* env_servers)
+{
+    std::vector<std::string> operands;
+    std::vector<std::pair<const option_spec*, std::string>> given;  // in order; the last one wins
+    bool list = false;
+
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const bool command_next = !list && operands.size() == 1;
+        if (arg == "--") {
+            for (++i; i < argc; ++i) operands.emplace_back(argv[i]);
+            break;
+        }
+        if (arg.size() >= 2 && arg[0] == '-') {  // between LOCKPATH and COMMAND too
+            if (arg[1] == '-') {
+                const auto eq = arg.find('=');
+                const std::string_view name = arg.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
+                const option_spec* spec = find_long(name);
+                if (!spec) return fail("unknown option '--" + std::string(name) + "'; see 'zklock --help'");
+                std::string value;
+                if (spec->value_name.empty()) {
+                    if (eq != std::string_view::npos)
+                        return fail("option '--" + std::string(name) + "' takes no value");
+                } else if (eq != std::string_view::npos) {
+                    value = std::string(arg.substr(eq + 1));
+                } else if (i + 1 < argc) {
+                    value = argv[++i];
+                } else {
+                    return fail("option '--" + std::string(name) + "' needs a value (" + std::string(spec->value_name) + ")");
+                }
+                given.emplace_back(spec, std::move(value));
+            } else {
+                for (std::size_t j = 1; j < arg.size(); ++j) {
+                    const option_spec* spec = find_short(arg[j]);
+                    if (!spec) return fail(std::string("unknown option '-") + arg[j] + "'; see 'zklock --help'");
+                    if (spec->value_name.empty()) {
+                        given.emplace_back(spec, std::string{});
+                        continue;
+                    }
+                    std::string value;
+                    if (j + 1 < arg.size()) value = std::string(arg.substr(j + 1));
+                    else if (i + 1 < argc) value = argv[++i];
+                    else return fail(std::string("option '-") + arg[j] + "' needs a value (" + std::string(spec->value_name) + ")");
+                    given.emplace_back(spec, std::move(value));
+                    break;
+                }
+            }
+            continue;
+        }
+        // An operand.
+        if (operands.empty() && !list && arg == "list") {
+            list = true;
+            continue;
+        }
+        operands.emplace_back(arg);
+        if (command_next) {  // COMMAND: the rest of the line is its, options included
+            for (++i; i < argc; ++i) operands.emplace_back(argv[i]);
+            break;
+        }
+    }
+
+    options o;
+    o.what = list ? mode::list : mode::run;
+    o.servers = env_servers && *env_servers ? env_servers : "127.0.0.1:2181";
+    for (auto& [spec, value] : given) {
+        const std::string_view name = spec->long_name;
+        if (name == "help") {
+            o.what = mode::help;
+            return {o, {}};
+        }
+        if (list && !spec->for_list) return fail("option '--" + std::string(name) + "' does not apply to 'zklock list'");
+        if (spec->value_name == "DURATION") {
+            auto d = parse_duration(value);
+            if (!d)
+                return fail("invalid duration '" + value + "' for --" + std::string(name) +
+                            " (expected e.g. 500ms, 10s, 1.5s, 2m)");
+            if (name == "timeout") o.timeout = *d;
+            else if (name == "kill-after") o.kill_after = *d;
+            else if (*d == std::chrono::milliseconds::zero())
+                return fail("--" + std::string(name) + " must be greater than zero");
+            else if (name == "session-timeout") o.session_timeout = *d;
+            else o.connect_timeout = *d;
+        } else if (name == "servers") o.servers = value;
+        else if (name == "owner") o.owner = value;
+        else if (name == "try") o.try_only = true;
+        else if (name == "shared") o.shared = true;
+        else if (name == "verbose") o.verbose = true;
+    }
+    if (o.try_only && o.timeout) return fail("--try and --timeout exclude each other");
+
+    if (operands.empty()) return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
+    o.lock_path = operands[0];
+    if (list) {
+        if (operands.size() > 1) return fail("'zklock list' takes one LOCKPATH; unexpected '" + operands[1] + "'");
+    } else {
+        if (operands.size() < 2) return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
+        o.command.assign(operands.begin() + 1, operands.end());
+    }
+    if (auto ec = detail::validate_lock_path(o.lock_path))
+        return fail("invalid lock path '" + o.lock_path + "': " + ec.message());
+    if (auto ec = detail::validate_servers(o.servers))
+        return fail("invalid server list '" + o.servers + "': " + ec.message());
+    return {o, {}};
+}
+
+std::string help_text()
+{
+    std::string h;
+    h += "zklock - run a command while holding a fair ZooKeeper lock\n"
+         "\n"
+         "SYNOPSIS\n"
+         "  zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...]\n"
+         "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
+         "  zklock --help\n"
+         "\n"
+         "DESCRIPTION\n"
+         "  Waits in LOCKPATH's queue (first come, first served), runs COMMAND while holding the lock,\n"
+         "  releases it when COMMAND ends and exits with COMMAND's status (128+N if a signal N killed it).\n"
+         "  COMMAND gets ZKLOCK_FENCING_TOKEN (a number that increases with every grant of LOCKPATH:\n"
+         "  pass it to what you protect and have it refuse smaller ones) and ZKLOCK_NODE (our queue node).\n"
+         "  Options end at COMMAND: what follows LOCKPATH is COMMAND's, options or not.\n"
+         "  SIGINT, SIGTERM, SIGHUP or SIGQUIT while waiting leave the queue and exit 80. While COMMAND runs\n"
+         "  they, SIGUSR1 and SIGUSR2 are passed on to it (not those the terminal already sent it).\n"
+         "  If the lock is lost while COMMAND runs (session expired, node deleted), COMMAND gets SIGTERM,\n"
+         "  SIGKILL after --kill-after, and zklock exits 79.\n"
+         "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, node, age, owner.\n"
+         "\n"
+         "OPTIONS\n";
+    for (auto& s : specs) {
+        std::string left = "  ";
+        if (s.short_name) left += std::string("-") + s.short_name + ", ";
+        else left += "    ";
+        left += "--" + std::string(s.long_name);
+        if (!s.value_name.empty()) left += " " + std::string(s.value_name);
+        if (left.size() < 30) left.resize(30, ' ');
+        else left += "\n" + std::string(30, ' ');
+        h += left + std::string(s.help) + "\n";
+    }
+    h += "  DURATION is a number with a unit: 500ms, 10s, 1.5s, 2m, 1h (no unit: seconds).\n"
+         "\n"
+         "ENVIRONMENT\n"
+         "  ZK_SERVERS             default for --servers\n"
+         "  ZKLOCK_FENCING_TOKEN   set for COMMAND: the lock's fencing token (decimal)\n"
+         "  ZKLOCK_NODE            set for COMMAND: the full path of our queue node\n"
+         "\n"
+         "EXIT STATUS\n"
+         "  0-255  COMMAND's own status; 128+N if signal N killed it\n"
+         "  64     usage error: unknown option, missing LOCKPATH or COMMAND, bad path or duration\n"
+         "  69     no ZooKeeper server within --connect-timeout, or a ZooKeeper error before COMMAND ran\n"
+         "  70     internal error\n"
+         "  71     operating system error (signal setup)\n"
+         "  75     lock not acquired: taken (--try), or --timeout passed\n"
+         "  79     lock lost while COMMAND ran; COMMAND was terminated\n"
+         "  80     interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while connecting or waiting; we left the queue\n"
+         "  126    COMMAND could not be executed\n"
+         "  127    COMMAND not found\n"
+         "  'zklock list': 0 (also for an empty or missing lock), 64, 69.\n";
+    return h;
+}
+
+}  // namespace zklock::cli

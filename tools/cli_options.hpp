@@ -1,0 +1,68 @@
+// tools/cli_options.hpp — the zklock command line: its exit statuses, and how argv is read.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock::cli {
+
+/// zklock's own exit statuses. They sit where sysexits(3) puts them (64..78) or just after that
+/// range, so they do not collide with the statuses ordinary commands use (0, 1, 2), with the
+/// shell's 126/127 or with 128+N for "killed by signal N". COMMAND's own status passes through
+/// unchanged: a COMMAND that itself exits with one of these values cannot be told apart.
+namespace exit_status {
+inline constexpr int usage = 64;           ///< EX_USAGE: bad option, missing operand, bad path or duration
+inline constexpr int unavailable = 69;     ///< EX_UNAVAILABLE: no server within --connect-timeout, ZooKeeper error
+inline constexpr int internal = 70;        ///< EX_SOFTWARE: a bug (unexpected exception)
+inline constexpr int os_error = 71;        ///< EX_OSERR: a system call failed (signalfd, ...)
+inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken, or --timeout passed
+inline constexpr int lock_lost = 79;       ///< the lock was lost while COMMAND ran; COMMAND was terminated
+inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting or waiting
+inline constexpr int cannot_execute = 126; ///< COMMAND found but could not be executed (as in sh, env, timeout)
+inline constexpr int not_found = 127;      ///< COMMAND not found
+}  // namespace exit_status
+
+enum class mode {
+    run,   ///< zklock [options] LOCKPATH [--] COMMAND [ARGS...]
+    list,  ///< zklock list [options] LOCKPATH
+    help,  ///< zklock --help
+};
+
+struct options {
+    mode what = mode::run;
+    std::string servers;
+    std::string lock_path;
+    std::vector<std::string> command;
+    std::optional<std::chrono::milliseconds> timeout;  ///< none: wait until acquired
+    bool try_only = false;
+    bool shared = false;
+    std::chrono::milliseconds session_timeout{10'000};
+    std::chrono::milliseconds connect_timeout{10'000};
+    std::chrono::milliseconds kill_after{5'000};
+    std::string owner;  ///< empty: the library's "<host>:<pid>"
+    bool verbose = false;
+};
+
+/// Either options, or a one-line message for a usage error (exit status 64).
+struct parse_result {
+    std::optional<options> opts;
+    std::string error;
+};
+
+/// Reads argv. `env_servers` is $ZK_SERVERS (may be null). Validates everything that can be
+/// validated without a server: the lock path, the server list, the durations.
+parse_result parse_command_line(int argc, const char* const* argv, const char* env_servers);
+
+/// "500ms", "10s", "1.5s", "2m", "1h"; a bare number is seconds. nullopt if malformed or huge.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+/// The inverse, for messages: "500ms", "10s", "1.5s", "2m", "1m30s".
+std::string format_duration(std::chrono::milliseconds d);
+
+/// What `zklock --help` prints.
+std::string help_text();
+
+}  // namespace zklock::cli

@@ -1,0 +1,357 @@
+// zklock — run a command while holding a fair ZooKeeper lock (like flock(1), `etcdctl lock`,
+// `consul lock`), and list a lock's queue. `zklock --help` and tools/README.md describe it; the exit
+// statuses are in cli_options.hpp.
+//
+// Everything runs on one io_context thread: the ZooKeeper session (the library drives the
+// single-threaded C client from the reactor), the signals (a signalfd) and COMMAND's end (SIGCHLD
+// through the same signalfd, then waitpid WNOHANG).
+#include "child_process.hpp"
+#include "cli_options.hpp"
+
+#include <zklock/detail/acquire_fsm.hpp>
+#include <zklock/detail/path.hpp>
+#include <zklock/zklock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace cli = zklock::cli;
+namespace status = zklock::cli::exit_status;
+using namespace asio::experimental::awaitable_operators;
+using asio::awaitable;
+using zklock::error_code;
+
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+template <class... Args> void say(const char* format, Args... args)
+{
+    std::fprintf(stderr, "zklock: ");
+    std::fprintf(stderr, format, args...);
+    std::fputc('\n', stderr);
+}
+
+bool is_interrupt(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT; }
+
+/// Waits for a signal that interrupts a wait; the others (SIGUSR1/2, a SIGCHLD from a child we
+/// inherited through an exec) mean nothing before COMMAND runs.
+awaitable<int> interrupt(cli::signal_reader& signals)
+{
+    for (;;) {
+        const auto info = co_await signals.async_receive();
+        if (is_interrupt(static_cast<int>(info.ssi_signo))) co_return static_cast<int>(info.ssi_signo);
+    }
+}
+
+zklock::session_config session_config_for(const cli::options& o)
+{
+    zklock::session_config config;
+    config.servers = o.servers;
+    config.session_timeout = o.session_timeout;
+    config.connect_timeout = o.connect_timeout;
+    // One session, one lock: if the session expires the lock is gone, and there is nothing a
+    // fresh session could do for us.
+    config.reconnect_on_expiry = false;
+    return config;
+}
+
+/// Connects; the error's message as a one-line reason.
+std::string connect_failure(const cli::options& o, const error_code& ec)
+{
+    if (ec == zklock::errc::connect_timeout)
+        return "no ZooKeeper server at " + o.servers + " accepted a session within " + cli::format_duration(o.connect_timeout);
+    return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
+}
+
+awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o)
+{
+    zklock::lock_options lock_options;
+    lock_options.owner_info = o.owner;
+    if (o.shared) {
+        zklock::shared_mutex m{zk, o.lock_path, lock_options};
+        if (o.try_only) co_return co_await m.async_try_acquire_shared(tuple);
+        if (o.timeout) co_return co_await m.async_acquire_shared(*o.timeout, tuple);
+        co_return co_await m.async_acquire_shared(tuple);
+    }
+    zklock::mutex m{zk, o.lock_path, lock_options};
+    if (o.try_only) co_return co_await m.async_try_acquire(tuple);
+    if (o.timeout) co_return co_await m.async_acquire(*o.timeout, tuple);
+    co_return co_await m.async_acquire(tuple);
+}
+
+/// Shared by COMMAND's supervision loop and the handlers that react to losing the lock.
+struct supervision {
+    explicit supervision(asio::any_io_executor ex) : kill_timer(std::move(ex)) {}
+    cli::child_process child;
+    asio::steady_timer kill_timer;
+    error_code lost;  ///< why the lock was lost while COMMAND ran (empty: it was not)
+};
+
+/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period.
+void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
+{
+    // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
+    if (reason == asio::error::operation_aborted || !sv->child.running()) return;
+    sv->lost = reason;
+    say("lost the lock on %s (%s); sending SIGTERM to COMMAND (pid %d)", o.lock_path.c_str(), reason.message().c_str(),
+        static_cast<int>(sv->child.pid()));
+    sv->child.signal(SIGTERM);
+    sv->kill_timer.expires_after(o.kill_after);
+    sv->kill_timer.async_wait([sv, grace = o.kill_after](error_code ec) {
+        if (ec || !sv->child.running()) return;
+        say("COMMAND (pid %d) still runs %s after SIGTERM; sending SIGKILL", static_cast<int>(sv->child.pid()),
+            cli::format_duration(grace).c_str());
+        sv->child.signal(SIGKILL);
+    });
+}
+
+/// Forward a signal to COMMAND? Not one the terminal generated (SI_KERNEL) while COMMAND shares
+/// our process group: the terminal sent it to the whole foreground group, COMMAND included, and a
+/// second ^C could break COMMAND's own handling of the first (cleanup code interrupted).
+/// Not one COMMAND sent us itself either (no echo).
+bool should_forward(const signalfd_siginfo& info, const cli::child_process& child)
+{
+    if (info.ssi_code == SI_KERNEL && ::getpgid(child.pid()) == ::getpgrp()) return false;
+    if ((info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE) && static_cast<pid_t>(info.ssi_pid) == child.pid())
+        return false;
+    return true;
+}
+
+awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
+{
+    auto ex = co_await asio::this_coro::executor;
+    cli::signal_reader signals{ex};
+    const auto config = session_config_for(o);  // (GCC 12: no braced temporary next to a co_await)
+    zklock::session zk{ex, config};
+
+    // 1. Connect, unless interrupted.
+    auto connected = co_await (zk.async_connect(tuple) || interrupt(signals));
+    if (connected.index() == 1) {
+        say("interrupted by %s while connecting", cli::signal_name(std::get<1>(connected)).c_str());
+        co_return status::interrupted;
+    }
+    if (auto [ec] = std::get<0>(connected); ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return status::unavailable;
+    }
+    if (o.verbose) say("connected to %s (session 0x%llx)", o.servers.c_str(), static_cast<unsigned long long>(zk.session_id()));
+
+    // 2. Queue for the lock, unless interrupted. On a signal `||` cancels the acquire, which
+    //    deletes our queue node before it completes: nobody waits behind a node of ours.
+    if (o.verbose) say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", o.lock_path.c_str());
+    auto acquired = co_await (acquire(zk, o) || interrupt(signals));
+    if (acquired.index() == 1) {
+        say("interrupted by %s while waiting for %s; left the queue", cli::signal_name(std::get<1>(acquired)).c_str(),
+            o.lock_path.c_str());
+        co_await zk.async_close(tuple);
+        co_return status::interrupted;
+    }
+    auto& [acquire_ec, lease] = std::get<0>(acquired);
+    if (acquire_ec) {
+        int code = status::unavailable;
+        if (acquire_ec == zklock::errc::would_block) {
+            say("%s is taken (--try)", o.lock_path.c_str());
+            code = status::not_acquired;
+        } else if (acquire_ec == zklock::errc::timeout) {
+            say("timed out after %s waiting for %s", cli::format_duration(*o.timeout).c_str(), o.lock_path.c_str());
+            code = status::not_acquired;
+        } else {
+            say("cannot acquire %s: %s", o.lock_path.c_str(), acquire_ec.message().c_str());
+        }
+        co_await zk.async_close(tuple);
+        co_return code;
+    }
+    if (o.verbose)
+        say("acquired %s (node %s, fencing token %lld)", o.lock_path.c_str(), lease.node().c_str(),
+            static_cast<long long>(lease.fencing_token()));
+
+    // 3. Run COMMAND.
+    auto sv = std::make_shared<supervision>(ex);
+    const std::vector<std::string> env{"ZKLOCK_FENCING_TOKEN=" + std::to_string(lease.fencing_token()),
+                                       "ZKLOCK_NODE=" + lease.node()};
+    if (auto ec = sv->child.spawn(o.command, env, inherited)) {
+        say("cannot run '%s': %s", o.command[0].c_str(), ec.message().c_str());
+        co_await zk.async_close(tuple);
+        co_return ec == boost::system::errc::no_such_file_or_directory ? status::not_found : status::cannot_execute;
+    }
+    lease.async_wait_lost([sv, o](error_code ec) { on_lost(sv, ec, o); });
+
+    // 4. Until COMMAND ends: pass signals on to it.
+    while (!sv->child.try_reap()) {
+        const auto info = co_await signals.async_receive();
+        const int sig = static_cast<int>(info.ssi_signo);
+        if (sig == SIGCHLD) continue;  // reaped (or not ours) at the top of the loop
+        if (should_forward(info, sv->child)) {
+            if (o.verbose) say("passing %s on to COMMAND (pid %d)", cli::signal_name(sig).c_str(), static_cast<int>(sv->child.pid()));
+            sv->child.signal(sig);
+        }
+    }
+    sv->kill_timer.cancel();
+
+    // 5. Let go: closing the session deletes our node with it, in one round trip. (A release
+    //    would wait for a lost connection to come back; a close does not wait longer than the C
+    //    client's close, ~1.5 s at most, and the server drops the node at expiry anyway.)
+    const bool lost = static_cast<bool>(sv->lost);
+    if (lost) say("COMMAND %s after the lock was lost", sv->child.describe_exit().c_str());
+    co_await zk.async_close(tuple);
+    if (o.verbose && !lost) say("COMMAND %s; released %s", sv->child.describe_exit().c_str(), o.lock_path.c_str());
+    co_return lost ? status::lock_lost : sv->child.exit_status();
+}
+
+// ---- zklock list ---------------------------------------------------------------------------------
+
+std::string format_age(std::int64_t ms)
+{
+    ms = std::max<std::int64_t>(ms, 0);  // server and local clocks may disagree a little
+    char buf[32];
+    if (ms < 60'000) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+    else if (ms < 3'600'000) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000), static_cast<long long>(ms / 1000 % 60));
+    else if (ms < 86'400'000) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000), static_cast<long long>(ms / 60'000 % 60));
+    else std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(ms / 86'400'000), static_cast<long long>(ms / 3'600'000 % 24));
+    return buf;
+}
+
+/// A queue node's data as one line of owner information.
+std::string owner_of(std::string data)
+{
+    if (data == zklock::revocation_request) return "(revocation requested)";
+    const std::string_view mark = zklock::detail::holder_mark;
+    if (data.size() >= mark.size() && data.compare(data.size() - mark.size(), mark.size(), mark) == 0)
+        data.resize(data.size() - mark.size());
+    for (auto& c : data)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return data.empty() ? "-" : data;
+}
+
+const char* kind_name(zklock::detail::node_kind k)
+{
+    switch (k) {
+    case zklock::detail::node_kind::exclusive: return "exclusive";
+    case zklock::detail::node_kind::shared: return "shared";
+    case zklock::detail::node_kind::permit: return "permit";
+    }
+    return "?";
+}
+
+awaitable<int> run_list(cli::options o)
+{
+    namespace detail = zklock::detail;
+    auto ex = co_await asio::this_coro::executor;
+    const auto config = session_config_for(o);
+    zklock::session zk{ex, config};
+    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return status::unavailable;
+    }
+    auto [ec, children] = co_await zk.async_get_children(o.lock_path, tuple);
+    if (ec == zklock::zk_errc::no_node) {
+        std::printf("%s: no such lock (the path does not exist)\n", o.lock_path.c_str());
+        co_await zk.async_close(tuple);
+        co_return 0;
+    }
+    if (ec) {
+        say("cannot list %s: %s", o.lock_path.c_str(), ec.message().c_str());
+        co_await zk.async_close(tuple);
+        co_return status::unavailable;
+    }
+    const auto queue = detail::make_queue(children);
+    if (queue.empty()) {
+        std::printf("%s: free (no holder, nobody waiting)\n", o.lock_path.c_str());
+        co_await zk.async_close(tuple);
+        co_return 0;
+    }
+
+    // A semaphore stores its permit count in the lock node's data.
+    std::uint32_t permits = 0;
+    if (std::any_of(queue.begin(), queue.end(), [](auto& n) { return n.kind == detail::node_kind::permit; })) {
+        auto [dec, data, st] = co_await zk.async_get_data(o.lock_path, tuple);
+        const std::string_view prefix = "zklock-semaphore permits=";
+        if (!dec && data.starts_with(prefix))
+            std::from_chars(data.data() + prefix.size(), data.data() + data.size(), permits);
+    }
+
+    std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), queue.size());
+    std::printf("%-4s %-8s %-9s %-30s %-8s %s\n", "POS", "STATE", "KIND", "NODE", "AGE", "OWNER");
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+        const auto& node = queue[i];
+        // The same rule the acquiring side applies (detail::evaluate): an exclusive node holds at
+        // the head, a shared one while no exclusive node is before it, a permit while fewer than
+        // `permits` permit nodes are before it.
+        const char* state = "waiting";
+        if (node.kind == detail::node_kind::permit && permits == 0) state = "?";
+        else if (detail::evaluate(queue, i, detail::queue_policy{node.kind, std::max<std::uint32_t>(permits, 1)}).acquired)
+            state = "holder";
+        auto [dec, data, st] = co_await zk.async_get_data(detail::join_path(o.lock_path, node.name), tuple);
+        const std::string age = dec ? "-" : format_age(now_ms - st.ctime);
+        const std::string owner = dec == zklock::zk_errc::no_node ? "(gone)" : dec ? "(" + dec.message() + ")" : owner_of(data);
+        std::printf("%-4zu %-8s %-9s %-30s %-8s %s\n", i + 1, state, kind_name(node.kind), node.name.c_str(), age.c_str(),
+                    owner.c_str());
+    }
+    co_await zk.async_close(tuple);
+    co_return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    auto parsed = cli::parse_command_line(argc, argv, std::getenv("ZK_SERVERS"));
+    if (!parsed.opts) {
+        say("%s", parsed.error.c_str());
+        return status::usage;
+    }
+    auto& o = *parsed.opts;
+    if (o.what == cli::mode::help) {
+        std::fputs(cli::help_text().c_str(), stdout);
+        return 0;
+    }
+
+    cli::inheritance inherited;
+    if (o.what == cli::mode::run) {
+        // First, while this is the only thread: everything started later inherits the mask.
+        if (auto ec = cli::take_over_signals(inherited)) {
+            say("cannot set up signal handling: %s", ec.message().c_str());
+            return status::os_error;
+        }
+    }
+
+    asio::io_context ioc{1};
+    int result = status::internal;
+    auto done = [&](std::exception_ptr e, int code) {
+        try {
+            if (e) std::rethrow_exception(e);
+            result = code;
+        } catch (const boost::system::system_error& err) {
+            say("%s", err.what());
+            result = status::os_error;
+        } catch (const std::exception& err) {
+            say("internal error: %s", err.what());
+        }
+    };
+    if (o.what == cli::mode::list) asio::co_spawn(ioc, run_list(o), done);
+    else asio::co_spawn(ioc, run_locked(o, inherited), done);
+    ioc.run();
+    std::fflush(stdout);
+    return result;
+}
