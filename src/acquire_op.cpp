@@ -178,8 +178,10 @@ private:
             self->own_watch_.reset();
             if (ec == zk_errc::no_node && !self->fsm_.finished()) self->run(self->fsm_.on_own_deleted());
         });
-        own_watch_->wait([self, w = own_watch_](error_code ec, watch_event ev) {
-            if (ec || self->fsm_.finished() || self->own_watch_ != w) return;  // session losses come another way
+        // Stored in the watch itself, so it holds the watch by address only (no cycle); the cycle
+        // through `self` is broken by finish()'s cancel_wait().
+        own_watch_->wait([self, w = own_watch_.get()](error_code ec, watch_event ev) {
+            if (ec || self->fsm_.finished() || self->own_watch_.get() != w) return;  // session losses come another way
             self->own_watch_.reset();
             if (ev.type == watch_event_type::deleted) return self->run(self->fsm_.on_own_deleted());
             self->watch_own();  // its data changed: keep watching

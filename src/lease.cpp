@@ -73,10 +73,13 @@ void lease_state::watch_node()
 
 void lease_state::arm_node_watch()
 {
+    // The callback is stored in the watch itself: it must not own the watch (a cycle that leaks
+    // when the watch never fires) nor the lease. While it runs the watch is alive, so comparing
+    // its address with node_watch_ is safe.
     std::weak_ptr<lease_state> weak = weak_from_this();
-    node_watch_->wait([weak, w = node_watch_](error_code ec, watch_event ev) {
+    node_watch_->wait([weak, w = node_watch_.get()](error_code ec, watch_event ev) {
         auto self = weak.lock();
-        if (!self || ec || self->node_watch_ != w) return;  // session-wide losses arrive through on_session_state
+        if (!self || ec || self->node_watch_.get() != w) return;  // session-wide losses arrive through on_session_state
         self->node_watch_.reset();
         if (self->status_ != lease_status::held && self->status_ != lease_status::suspended) return;
         if (ev.type == watch_event_type::deleted) return self->set_lost(errc::lock_lost);
