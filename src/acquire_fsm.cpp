@@ -224,7 +224,12 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         // does not tell.)
         watched_clear_ = r.watch_is_head && policy_.kind != node_kind::permit;
         watched_kind_ = r.watch_kind;
+        // Our own node needs a watch only if this wait may end without a listing: when the
+        // watched node is the head. (A mark seen on a node that was not the head when we listed
+        // grants nothing without it: on_watch_set.)
+        own_watched_ = watched_clear_;
         a = {ak::watch, watched_, {}, {}};
+        a.watch_own = own_watched_;
     }
     a.orphans = std::move(orphans);
     return a;
@@ -270,7 +275,9 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, bool marked)
     if (!ec) {
         // An exclusive node marked by its holder had nothing before it. (A marked reader would not
         // say that: other readers may hold before it.)
-        if (marked && watched_kind_ == node_kind::exclusive && policy_.kind != node_kind::permit) watched_clear_ = true;
+        // Only with our own node watched since before this watch was set: see on_own_deleted().
+        if (marked && own_watched_ && watched_kind_ == node_kind::exclusive && policy_.kind != node_kind::permit)
+            watched_clear_ = true;
         state_ = state::waiting;
         return {ak::wait_event, {}, {}, {}};
     }
@@ -291,9 +298,14 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
         fast_ = true;
         return finish({});
     }
-    if (!deleted) {  // its data changed (the holder mark, a revocation request): read it again
+    if (!deleted) {  // its data changed (the holder mark, a revocation request): read it again,
+        // and, if the change may be a holder mark that lets its deletion grant us the lock,
+        // watch our own node first.
         state_ = state::watching;
-        return {ak::watch, watched_, {}, {}};
+        own_watched_ = own_watched_ || policy_.kind != node_kind::permit;
+        action a{ak::watch, watched_, {}, {}};
+        a.watch_own = own_watched_;
+        return a;
     }
     return list();
 }

@@ -134,7 +134,7 @@ private:
             });
             break;
         case ak::watch:
-            watch_own();
+            if (a.watch_own) watch_own();
             watch_ = s_->make_watch();
             s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat) {
                 self->run(self->fsm_.on_watch_set(ec, !ec && data.ends_with(holder_mark)));
@@ -159,11 +159,12 @@ private:
         }
     }
 
-    // Once we wait, a data watch on our own node as well, set before the first predecessor watch:
-    // if someone else deletes our node, the fsm hears of it before any later deletion (one
-    // session's replies and events arrive in order), so a handoff can never grant a node that is
-    // gone. One read per contended acquire (the uncontended path never gets here), and the lease
-    // takes the watch over on a grant, so it costs the holder nothing more.
+    // When the fsm may grant without listing again (action::watch_own), a data watch on our own
+    // node as well, set before the predecessor watch: if someone else deletes our node, the fsm
+    // hears of it before any later deletion (one session's replies and events arrive in order), so
+    // a handoff can never grant a node that is gone. It costs one read, only for waiters next to
+    // the head or behind a marked holder (a waiter deeper in the queue lists again anyway), and
+    // the lease takes the watch over on a grant, so it costs the holder nothing more.
     void watch_own()
     {
         if (own_watch_ || fsm_.own_node().empty()) return;

@@ -197,6 +197,7 @@ private:
     {
         const auto kind = pending_.kind;
         const std::string p = pending_.path;
+        const bool watch_own = pending_.watch_own;
         if (kind == ak::none || kind == ak::done) return;
         if (kind == ak::wait_event) {  // nothing to reply: the watched node's owner lets go
             if (session_dead_) return feed(fsm_.on_session_lost(errc::session_expired), true);
@@ -249,6 +250,14 @@ private:
         case ak::watch:
             FUZZ_CHECK(!p.starts_with(path(prefix_)));  // it waits on others, never on itself
             if (lost) return feed(fsm_.on_watch_set(loss), true);
+            if (watch_own) {  // the driver's read of our own node goes first, and its reply comes first
+                if (exists(fsm_.own_node())) {
+                    own_watched_ = true;
+                } else {
+                    feed(fsm_.on_own_deleted());
+                    if (done_ > 0) return feed(fsm_.on_watch_set(zk_errc::no_node), true);
+                }
+            }
             if (znode* n = find(p)) {
                 watched_ = p;
                 watch_armed_ = true;
@@ -287,7 +296,7 @@ private:
             }
             break;
         }
-        case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it
+        case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it, if set
             std::vector<std::string> mine;
             for (const auto& [name, n] : kids_)
                 if (n.ours) mine.push_back(path(name));
@@ -295,7 +304,9 @@ private:
             const std::string victim = mine[in_.pick(static_cast<unsigned>(mine.size()))];
             const bool own = victim == fsm_.own_node();
             remove_node(victim);
-            if (own && done_ == 0) feed(fsm_.on_own_deleted());
+            // Without an own watch the machine must find out by listing, never grant meanwhile
+            // (the grant check in feed() catches a grant on a node that is gone).
+            if (own && own_watched_ && done_ == 0) feed(fsm_.on_own_deleted());
             break;
         }
         case 12:  // the session expires (rarely): our ephemeral nodes go with it
@@ -364,6 +375,7 @@ private:
     acquire_fsm::action pending_;
     std::string watched_;
     bool watch_armed_ = false;
+    bool own_watched_ = false;  // the driver watches our own node (a watch action asked for it)
     int done_ = 0;
     error_code result_;
     bool cancelled_ = false;

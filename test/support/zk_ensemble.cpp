@@ -51,7 +51,9 @@ void zk_ensemble::launch(int n)
         servers_.clear();
         const auto ports = free_ports(3 * static_cast<std::size_t>(n));  // client, quorum, election
         for (int i = 0; i < n; ++i) {
-            const fs::path sdir = dir_ / ("s" + std::to_string(i + 1));
+            std::string name = "s";  // not "s" + to_string(): GCC 12's -Wrestrict false positive (PR 105651)
+            name += std::to_string(i + 1);
+            const fs::path sdir = dir_ / name;
             fs::remove_all(sdir);
             fs::create_directories(sdir / "data");
             detail::write_file(sdir / "data/myid", std::to_string(i + 1) + "\n");
@@ -104,7 +106,10 @@ void zk_ensemble::launch(int n)
 std::string zk_ensemble::connect_string() const
 {
     std::string out;
-    for (const auto& s : servers_) out += (out.empty() ? "" : ",") + s->connect_string();
+    for (const auto& s : servers_) {
+        if (!out.empty()) out += ',';
+        out += s->connect_string();
+    }
     return out;
 }
 

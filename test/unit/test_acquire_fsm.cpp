@@ -38,6 +38,7 @@ acquire_fsm waiting_machine()
     auto a = f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(9, 3), name(me, 5)});
     REQUIRE(a.kind == ak::watch);
     REQUIRE(a.path == path(9, 3));
+    REQUIRE_FALSE(a.watch_own);  // not the head: this wait ends in a listing anyway
     REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
     return f;
 }
@@ -315,7 +316,9 @@ TEST_CASE("handoff without a re-list")
     {
         acquire_fsm f(dir, {}, me, false);
         f.start();
-        CHECK(f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)}).kind == ak::watch);
+        auto w = f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)});
+        CHECK(w.kind == ak::watch);
+        CHECK(w.watch_own);  // the grant will come without a listing: our own node is watched first
         CHECK(f.on_watch_set(ok).kind == ak::wait_event);
         auto a = f.on_watch_fired(true);
         CHECK(a.kind == ak::done);
@@ -326,7 +329,9 @@ TEST_CASE("handoff without a re-list")
     SUBCASE("the watched exclusive node carries the holder mark")
     {
         auto f = waiting_machine();  // watches seq 3, not the head
-        CHECK(f.on_watch_fired(false).kind == ak::watch);  // data changed: read it again
+        auto w = f.on_watch_fired(false);
+        CHECK(w.kind == ak::watch);  // data changed: read it again,
+        CHECK(w.watch_own);          // with our own node watched first
         CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
         auto a = f.on_watch_fired(true);
         CHECK(a.kind == ak::done);
@@ -336,6 +341,32 @@ TEST_CASE("handoff without a re-list")
     {
         auto f = waiting_machine();
         CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("a mark already there when a node that was not the head is first watched: list")
+    {
+        // No own-node watch was set before this watch (the machine did not ask for one), so a
+        // deletion of our node could go unseen: the grant must come from a listing.
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto w = f.on_create(ok, path(me, 5), 1, ok, {name(8, 1), name(9, 3), name(me, 5)});
+        CHECK(w.kind == ak::watch);
+        CHECK_FALSE(w.watch_own);
+        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+        CHECK(f.on_children(ok, {name(me, 5)}).kind == ak::done);
+        CHECK_FALSE(f.fast_handoff());
+    }
+    SUBCASE("permit waiters never watch their own node")
+    {
+        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        f.start();
+        auto w = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')});
+        CHECK(w.kind == ak::watch);
+        CHECK_FALSE(w.watch_own);
+        f.on_watch_set(ok);
+        auto again = f.on_watch_fired(false);
+        CHECK(again.kind == ak::watch);
+        CHECK_FALSE(again.watch_own);
     }
     SUBCASE("a marked reader says nothing about readers before it")
     {

@@ -98,6 +98,11 @@ public:
         std::string path;
         error_code ec;
         std::vector<std::string> orphans;  ///< extra nodes of ours to delete (fire and forget)
+        /// With `watch`: first set a data watch on our own node too, and keep it until done. The
+        /// machine asks for it only when the watched node's deletion may grant us the lock without
+        /// a listing (see on_own_deleted); every other wait ends in a listing, which sees our node
+        /// gone by itself.
+        bool watch_own = false;
     };
 
     acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
@@ -113,11 +118,14 @@ public:
     /// The watched node was deleted (`deleted`) or its data changed.
     action on_watch_fired(bool deleted = true);
     action on_removed(error_code ec);
-    /// Our own node was deleted by someone else: the driver keeps a data watch on it once it waits.
-    /// Completes with errc::lock_lost (or the pending cancel's reason); ignored before our node is
-    /// known and while we delete it ourselves. ZooKeeper delivers one session's events in order,
-    /// so this comes before the event of any later deletion: a handoff without a re-list can never
-    /// grant the lock on a node that is gone.
+    /// Our own node was deleted by someone else: the driver keeps a data watch on it once a watch
+    /// action asked for one (watch_own). Completes with errc::lock_lost (or the pending cancel's
+    /// reason); ignored before our node is known and while we delete it ourselves. ZooKeeper
+    /// delivers one session's replies and events in order and the own watch is set before the
+    /// watch on the node we wait on, so this comes before the event of any later deletion: a
+    /// handoff without a re-list can never grant the lock on a node that is gone. A waiter that
+    /// will list again anyway sets no own watch (one read fewer per contended acquire) and learns
+    /// of the deletion from that listing.
     action on_own_deleted();
     action on_connected();
     /// Cancellation (asio::error::operation_aborted) or the deadline (errc::timeout).
@@ -169,6 +177,7 @@ private:
     error_code abort_;
     std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
+    bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
     node_kind watched_kind_ = node_kind::exclusive;
     bool mark_ = false;
     bool fast_ = false;
