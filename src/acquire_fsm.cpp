@@ -109,6 +109,12 @@ acquire_fsm::action acquire_fsm::list()
     return {ak::list, dir_, {}, {}};
 }
 
+acquire_fsm::action acquire_fsm::watch()
+{
+    state_ = state::watching;
+    return {ak::watch, watched_, {}, {}, own_watched_};
+}
+
 acquire_fsm::action acquire_fsm::remove()
 {
     state_ = state::removing;
@@ -217,7 +223,6 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         abort_ = errc::would_block;
         a = remove();
     } else {
-        state_ = state::watching;
         watched_ = join_path(dir_, r.watch);
         // Head of our listing: nothing older can ever appear, so its deletion grants us the lock.
         // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
@@ -228,8 +233,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         // watched node is the head. (A mark seen on a node that was not the head when we listed
         // grants nothing without it: on_watch_set.)
         own_watched_ = watched_clear_;
-        a = {ak::watch, watched_, {}, {}};
-        a.watch_own = own_watched_;
+        a = watch();
     }
     a.orphans = std::move(orphans);
     return a;
@@ -301,11 +305,8 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
     if (!deleted) {  // its data changed (the holder mark, a revocation request): read it again,
         // and, if the change may be a holder mark that lets its deletion grant us the lock,
         // watch our own node first.
-        state_ = state::watching;
         own_watched_ = own_watched_ || policy_.kind != node_kind::permit;
-        action a{ak::watch, watched_, {}, {}};
-        a.watch_own = own_watched_;
-        return a;
+        return watch();
     }
     return list();
 }

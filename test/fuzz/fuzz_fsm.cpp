@@ -251,12 +251,8 @@ private:
             FUZZ_CHECK(!p.starts_with(path(prefix_)));  // it waits on others, never on itself
             if (lost) return feed(fsm_.on_watch_set(loss), true);
             if (watch_own) {  // the driver's read of our own node goes first, and its reply comes first
-                if (exists(fsm_.own_node())) {
-                    own_watched_ = true;
-                } else {
-                    feed(fsm_.on_own_deleted());
-                    if (done_ > 0) return feed(fsm_.on_watch_set(zk_errc::no_node), true);
-                }
+                if (exists(fsm_.own_node())) own_watched_ = true;
+                else feed(fsm_.on_own_deleted());
             }
             if (znode* n = find(p)) {
                 watched_ = p;

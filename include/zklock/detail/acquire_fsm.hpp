@@ -155,6 +155,7 @@ private:
 
     action create();
     action list();
+    action watch();  // get_data(watched_) with a watch, own-node watch as own_watched_ says
     action remove();
     action finish(error_code ec);
     action wait_connected(state resume);
