@@ -733,15 +733,20 @@ void session_impl::close(void_cb cb)
     }
     // The C client's close sends the close request and waits (poll) for the server's reply. Keep
     // that off the executor: a short-lived thread owns the handle from here on.
-    // Everything the thread holds moves into the completion it posts: once posted, the thread
-    // touches nothing of ours (the io_context may be gone by the time the thread has ended).
+    // The thread keeps the executor's work outstanding until it has let go of the executor, so
+    // run() cannot return while it still refers to it (a strand's state lives in a service of the
+    // io_context, freed with it). Its only executor is `work`: releasing that one drops its
+    // reference to the strand before it ends the outstanding work (asio::strand's member order).
     auto work = asio::prefer(ex_, asio::execution::outstanding_work.tracked);
-    std::thread([self = shared_from_this(), zh, ex = ex_, work = std::move(work), cb = std::move(cb)]() mutable {
+    std::thread([self = shared_from_this(), zh, work = std::move(work), cb = std::move(cb)]() mutable {
+        const auto ex = std::move(work);  // released last, at the end of this body
         std::vector<std::unique_ptr<c_event>> sink;
         tl_sink = &sink;
         zookeeper_close(zh);
         tl_sink = nullptr;
-        asio::post(ex, [self = std::move(self), sink = std::move(sink), work = std::move(work), cb = std::move(cb)]() mutable {
+        // Everything else of ours moves into the completion: after this, the thread touches
+        // nothing but `ex`.
+        asio::post(ex, [self = std::move(self), sink = std::move(sink), cb = std::move(cb)]() mutable {
             for (auto& e : sink) self->completed_.push_back(std::move(e));
             self->run_completions();
             cb({});

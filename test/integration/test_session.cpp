@@ -3,6 +3,8 @@
 #include "server.hpp"
 #include "support/fault_proxy.hpp"
 
+#include <boost/asio/strand.hpp>
+
 using namespace zklock;
 using namespace zklock::test;
 
@@ -118,6 +120,35 @@ TEST_CASE("session state changes are observable, and close completes waiters")
         auto [ec2, p, st] = co_await s.async_create("/x", "", create_mode::ephemeral, tuple);
         CHECK(ec2 == errc::session_closed);
     });
+}
+
+TEST_CASE("async_close on a strand: the io_context may be destroyed as soon as run() returns")
+{
+    // The C client's close runs on a helper thread, which posts the completion to the session's
+    // executor. Once run() has returned nothing of that thread may still refer to the executor: a
+    // strand's state lives in a service of the io_context. (Under ASan, a late release of the
+    // strand by that thread was a use after free; the window is short, hence the rounds.)
+    constexpr int rounds = 40;
+    int closed = 0;
+    for (int i = 0; i < rounds; ++i) {
+        asio::io_context ioc;
+        bool done = false;
+        std::exception_ptr error;
+        asio::co_spawn(asio::make_strand(ioc), [&]() -> awaitable<void> {
+            session s{co_await asio::this_coro::executor, config_for(shared_server().connect_string())};
+            co_await connect(s);
+            auto [ec] = co_await s.async_close(tuple);
+            CHECK_FALSE(ec);
+            if (!ec) ++closed;
+        }, [&](std::exception_ptr e) {
+            done = true;
+            error = e;
+        });
+        ioc.run_for(60s);
+        REQUIRE_MESSAGE(done, "round " << i << " did not finish (hang)");
+        if (error) std::rethrow_exception(error);
+    }  // ~io_context here, right after run() returned
+    CHECK(closed == rounds);
 }
 
 TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets the lock, the session recovers")
