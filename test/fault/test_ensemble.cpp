@@ -119,8 +119,10 @@ TEST_CASE("fault 6: the follower a session is on is restarted: the session moves
         const auto path = unique_path("follower-restart");
         c.expect_queue_order(path);
         const auto marker = path + "-marker";
-        co_await h.async_create("/zklock-test", "", create_mode::persistent, tuple);
-        co_await h.async_create(marker, "0", create_mode::ephemeral);
+        // `s` creates the marker it watches: a read on the follower may not yet see another
+        // session's write (ZooKeeper orders each session's view, not reads across sessions).
+        co_await s->async_create("/zklock-test", "", create_mode::persistent, tuple);
+        co_await s->async_create(marker, "0", create_mode::ephemeral);
         auto [data, st, w] = co_await s->async_watch_data(marker, asio::deferred);
 
         mutex mh{h, path}, ms{*s, path};
