@@ -19,11 +19,32 @@ fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
 
 start=$SECONDS
 failed=()
+# What failed and why, printed again at the very end: a CI log is often read from its tail only.
+digest=$(mktemp)
+trap 'rm -f "$digest"' EXIT
 step() { echo "== sanitizers [$((SECONDS - start)) s]: $*" >&2; }
 run() {  # run NAME COMMAND...: runs it, notes a failure
     local name=$1
     shift
-    "$@" || { echo "== sanitizers: FAILED: $name" >&2; failed+=("$name"); }
+    "$@" || { echo "== sanitizers: FAILED: $name" >&2; failed+=("$name"); return 1; }
+}
+ctest_digest() {  # ctest_digest NAME DIR: the failed tests of DIR's last ctest run, each with its error lines
+    {
+        echo "---- $1: failed tests"
+        cat "$2/Testing/Temporary/LastTestsFailed.log" 2>/dev/null
+        # Per failed test in ctest's log: its name, then the lines that say what went wrong (of a
+        # sanitizer's stacks, the frames in our own code).
+        awk '/^[0-9]+\/[0-9]+ Testing: / { n = 0; name = $0 }
+             { block[n++] = $0 }
+             /^Test Failed\./ {
+                 print "-- " name; shown = 0
+                 for (i = 0; i < n && shown < 40; i++)
+                     if (block[i] ~ /Sanitizer|runtime error|ERROR|CHECK|TEST CASE|[Tt]imed? ?out|SUMMARY|[Ee]xception|terminate|by thread|created by/ ||
+                         block[i] ~ /^ +#[0-9]+ 0x.*\/(src|include\/zklock|test|examples|tools|bench)\//) {
+                         print block[i]; shown++
+                     }
+             }' "$2/Testing/Temporary/LastTest.log" 2>/dev/null | head -200
+    } >>"$digest"
 }
 configure() {  # configure DIR CMAKE-ARGS...
     local dir=$1
@@ -33,7 +54,7 @@ configure() {  # configure DIR CMAKE-ARGS...
 }
 
 step "soak: the fault storm for 60 s"
-run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600"
+run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600" || ctest_digest soak "$build"
 
 step "ASan+UBSan: building the suite in $asan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
@@ -41,7 +62,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if configure "$asan" -DZKLOCK_SANITIZE=address,undefined && cmake --build "$asan" -j "$jobs" >&2; then
     step "ASan+UBSan: running the suite"
     # Not: the soak (done above), the staged install (its consumer is not built with ASan), the bench.
-    run asan bash -c "cd '$asan' && ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench'"
+    run asan bash -c "cd '$asan' && ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench'" ||
+        ctest_digest asan "$asan"
 else
     failed+=("asan build")
 fi
@@ -51,7 +73,8 @@ step "TSan: building the threaded tests in $tsan"
 if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF &&
     cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
     step "TSan: running them"
-    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --timeout 900"
+    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --timeout 900" ||
+        ctest_digest tsan "$tsan"
 else
     failed+=("tsan build")
 fi
@@ -65,8 +88,14 @@ if configure "$fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZKL
         mkdir -p "$fuzz/corpus-$t" "$fuzz/crashes-$t"
         dict=()
         [ -f "$here/test/fuzz/$t.dict" ] && dict=(-dict="$here/test/fuzz/$t.dict")
-        run "fuzz $t" "$fuzz/test/fuzz/zklock_fuzz_$t" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
-            -artifact_prefix="$fuzz/crashes-$t/" "${dict[@]}" "$fuzz/corpus-$t"
+        # libFuzzer's progress lines go to a file; its last lines are shown, all of them on a failure.
+        if ! run "fuzz $t" "$fuzz/test/fuzz/zklock_fuzz_$t" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
+            -artifact_prefix="$fuzz/crashes-$t/" "${dict[@]}" "$fuzz/corpus-$t" 2>"$fuzz/fuzz-$t.log"; then
+            cat "$fuzz/fuzz-$t.log" >&2
+            { echo "---- fuzz $t"; grep -v -E '^#[0-9]+' "$fuzz/fuzz-$t.log" | tail -60; } >>"$digest"
+        else
+            grep -E '^(Done|stat::)' "$fuzz/fuzz-$t.log" >&2
+        fi
     done
 else
     failed+=("fuzz build")
@@ -74,6 +103,7 @@ fi
 
 step "done"
 if ((${#failed[@]})); then
+    cat "$digest" >&2
     echo "== sanitizers: failed: ${failed[*]}" >&2
     exit 1
 fi
