@@ -9,9 +9,11 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <system_error>
 #include <thread>
 
 namespace zklock {
@@ -78,10 +80,19 @@ error_code reply_error(int rc) noexcept { return make_zk_error(rc == ZRUNTIMEINC
 
 template <class Req> Req* from(const void* data) { return static_cast<Req*>(const_cast<void*>(data)); }
 
+// Every C callback's result goes through here. While async_close's helper thread runs
+// zookeeper_close, into that thread's sink, without touching the session (which may be gone by
+// then if its io_context was destroyed before the close completed).
+void hand_over(session_impl* s, std::unique_ptr<c_event> e)
+{
+    if (tl_sink) return tl_sink->push_back(std::move(e));
+    s->enqueue(std::move(e));
+}
+
 template <class Req> void deliver(Req* r)
 {
     std::unique_ptr<c_event> owned(r);
-    r->s->enqueue(std::move(owned));
+    hand_over(r->s, std::move(owned));
 }
 
 struct watcher_event final : c_event {
@@ -95,7 +106,7 @@ struct watcher_event final : c_event {
 void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx)
 {
     auto* s = static_cast<session_impl*>(ctx);
-    s->enqueue(std::make_unique<watcher_event>(s, type, state, path ? path : ""));
+    hand_over(s, std::make_unique<watcher_event>(s, type, state, path ? path : ""));
 }
 
 struct create_req final : c_event {
@@ -307,7 +318,6 @@ std::int64_t session_impl::session_id() const noexcept
 
 void session_impl::enqueue(std::unique_ptr<c_event> e)
 {
-    if (tl_sink) return tl_sink->push_back(std::move(e));
     completed_bytes_ += e->bytes;
     completed_.push_back(std::move(e));
 }
@@ -710,6 +720,12 @@ void session_impl::wait_connected(std::uint64_t generation, void_cb cb)
     connected_waiters_.emplace_back(generation, std::move(cb));
 }
 
+// What async_close's helper thread hands back.
+struct close_handover {
+    std::vector<c_event*> results;  // owned by whoever takes them; never freed by the thread
+    std::atomic<bool> ready{false};  // results complete (set before the pipe is closed)
+};
+
 void session_impl::close(void_cb cb)
 {
     if (state_ == session_state::closed && !zh_) {
@@ -724,34 +740,67 @@ void session_impl::close(void_cb cb)
     fail_all_watches(errc::session_closed);
     notify_leases();
 
+    // The C client's close sends the close request and waits (poll) for the server's reply. Keep
+    // that off the executor: a short-lived thread owns the handle from here on.
+    // The thread touches nothing of Asio's: an io_context may be stopped and destroyed as soon as
+    // this close has completed (a program that calls stop() when its main coroutine ends), and an
+    // executor (even a copy, even one tracking work) refers into it. So the thread hands its
+    // results over in a plain struct and then closes its end of a pipe; the session's executor
+    // waits on the other end, and that pending wait keeps run() going meanwhile.
     zhandle_t* zh = detach_handle();
-    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        if (zh) zookeeper_close(zh);  // nothing to send: does not block
+    std::shared_ptr<asio::posix::stream_descriptor> done;
+    int signal = -1;
+    if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) done = close_signal(signal);
+    if (!done) {  // nothing to send (does not block), or no pipe (blocks, as the destructor does)
+        if (zh) zookeeper_close(zh);
         schedule_completions();
         asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
         return;
     }
-    // The C client's close sends the close request and waits (poll) for the server's reply. Keep
-    // that off the executor: a short-lived thread owns the handle from here on.
-    // The thread keeps the executor's work outstanding until it has let go of the executor, so
-    // run() cannot return while it still refers to it (a strand's state lives in a service of the
-    // io_context, freed with it). Its only executor is `work`: releasing that one drops its
-    // reference to the strand before it ends the outstanding work (asio::strand's member order).
-    auto work = asio::prefer(ex_, asio::execution::outstanding_work.tracked);
-    std::thread([self = shared_from_this(), zh, work = std::move(work), cb = std::move(cb)]() mutable {
-        const auto ex = std::move(work);  // released last, at the end of this body
+    auto h = std::make_shared<close_handover>();
+    // The wait goes first: a reactor wait sees only readiness that comes after it (edge-triggered).
+    auto& d = *done;
+    d.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), done = std::move(done), h,
+                                                           cb = std::move(cb)](error_code ec) mutable {
+        if (ec == asio::error::operation_aborted) return;  // torn down first: the results leak, never freed off-executor
+        // Only the thread's close makes the pipe readable, after it set `ready`; were it ever not
+        // set, the results are left alone (leaked) rather than raced for.
+        if (ec || !h->ready.load(std::memory_order_acquire)) return cb(ec);
+        for (c_event* e : h->results) self->enqueue(std::unique_ptr<c_event>(e));
+        h->results.clear();
+        self->run_completions();
+        cb({});
+    });
+    auto close_and_signal = [h, zh, signal] {
         std::vector<std::unique_ptr<c_event>> sink;
         tl_sink = &sink;
         zookeeper_close(zh);
         tl_sink = nullptr;
-        // Everything else of ours moves into the completion: after this, the thread touches
-        // nothing but `ex`.
-        asio::post(ex, [self = std::move(self), sink = std::move(sink), cb = std::move(cb)]() mutable {
-            for (auto& e : sink) self->completed_.push_back(std::move(e));
-            self->run_completions();
-            cb({});
-        });
-    }).detach();
+        for (auto& e : sink) h->results.push_back(e.release());
+        h->ready.store(true, std::memory_order_release);
+        ::close(signal);  // from here on the thread only drops its reference to `h`
+    };
+    try {
+        std::thread(close_and_signal).detach();
+    } catch (const std::system_error&) {  // no thread to be had: close here, blocking
+        close_and_signal();
+    }
+}
+
+std::shared_ptr<asio::posix::stream_descriptor> session_impl::close_signal(int& write_end)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+    auto d = std::make_shared<asio::posix::stream_descriptor>(ex_);
+    error_code ec;
+    d->assign(fds[0], ec);
+    if (ec) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return nullptr;
+    }
+    write_end = fds[1];
+    return d;
 }
 
 void session_impl::close_now()

@@ -134,6 +134,8 @@ private:
     void release_io();
     zhandle_t* detach_handle();
     void close_handle_inline();
+    /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
+    std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
     void deliver_watch(std::unordered_map<std::string, std::vector<std::weak_ptr<watch_state>>>& table,
                        const std::string& path, watch_event ev);
     void fail_all_watches(error_code ec);

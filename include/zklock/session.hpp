@@ -117,10 +117,10 @@ public:
 
     /// Closes the ZooKeeper session: its ephemeral nodes go at once. Outstanding operations
     /// complete with errc::session_closed. The C client's close waits for the server's answer; it
-    /// runs on a short-lived helper thread so this executor never blocks. That thread counts as
-    /// outstanding work of the executor until it is done with it, so io_context::run() returns
-    /// only after it; do not destroy the io_context before the close has completed. Not
-    /// cancellable.
+    /// runs on a short-lived helper thread so this executor never blocks. That thread never
+    /// touches the executor: once the close has completed, the io_context may be stopped and
+    /// destroyed at once. Until then a wait on the executor keeps run() going; destroying the
+    /// io_context earlier leaks the replies of requests still outstanding. Not cancellable.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_close(Token&& token = {})
     {
