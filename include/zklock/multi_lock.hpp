@@ -43,7 +43,10 @@ public:
     using executor_type = asio::any_io_executor;
     using duration = std::chrono::steady_clock::duration;
 
-    multi_lock(session& s, std::vector<lock_spec> specs, lock_options options = {})
+    /// `options` applies to every lock of the set.
+    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
+    multi_lock(session& s, std::vector<lock_spec> specs) : s_(s.impl()), specs_(std::move(specs)) {}
+    multi_lock(session& s, std::vector<lock_spec> specs, lock_options options)
         : s_(s.impl()), specs_(std::move(specs)), options_(std::move(options))
     {
     }

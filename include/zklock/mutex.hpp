@@ -23,7 +23,10 @@ class mutex {
 public:
     using executor_type = asio::any_io_executor;
 
-    mutex(session& s, std::string path, lock_options options = {})
+    /// `options` applies to every acquire made through this object.
+    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
+    mutex(session& s, std::string path) : s_(s.impl()), path_(std::move(path)) {}
+    mutex(session& s, std::string path, lock_options options)
         : s_(s.impl()), path_(std::move(path)), options_(std::move(options))
     {
     }

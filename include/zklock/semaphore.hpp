@@ -38,7 +38,13 @@ public:
     using executor_type = asio::any_io_executor;
     using duration = std::chrono::steady_clock::duration;
 
-    semaphore(session& s, std::string path, std::uint32_t permits, lock_options options = {})
+    /// `options` applies to every acquire made through this object.
+    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
+    semaphore(session& s, std::string path, std::uint32_t permits)
+        : s_(s.impl()), path_(std::move(path)), permits_(permits)
+    {
+    }
+    semaphore(session& s, std::string path, std::uint32_t permits, lock_options options)
         : s_(s.impl()), path_(std::move(path)), permits_(permits), options_(std::move(options))
     {
     }

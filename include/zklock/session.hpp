@@ -70,14 +70,27 @@ class session {
 public:
     using executor_type = asio::any_io_executor;
 
-    /// Does not connect; call async_connect.
-    /// GCC 12 note: do not build the config in a full-expression that also contains co_await
-    /// (`session zk{co_await this_coro::executor, {.servers = ...}}`): GCC 12 miscompiles the
-    /// aggregate temporary. Take the executor into a local first.
-    session(executor_type ex, const session_config& config = {});
+    /// Does not connect; call async_connect. Without a config: session_config{}.
+    ///
+    /// GCC 12 note: GCC 12 miscompiles an aggregate temporary with non-trivial members
+    /// (session_config, lock_options) built in a full-expression that contains co_await: the
+    /// object passed on is not the one it constructed, and it destroys both (free(): invalid
+    /// pointer, double free; cf. GCC PR 101367). So a config-less constructor here or in a lock
+    /// recipe is an overload, not a defaulted argument, and `session zk{co_await
+    /// this_coro::executor}` or `co_await mutex{zk, path}.async_acquire(...)` are safe. A config
+    /// or lock_options you brace-initialize in such a full-expression yourself
+    /// (`session zk{co_await this_coro::executor, {.servers = ...}}`) still is not, under GCC 12:
+    /// build it in a named variable first (or take the executor into a local first).
+    session(executor_type ex) : session(std::move(ex), session_config{}) {}
+    session(executor_type ex, const session_config& config);
     template <class ExecutionContext>
         requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
-    session(ExecutionContext& ctx, const session_config& config = {}) : session(ctx.get_executor(), config)
+    session(ExecutionContext& ctx) : session(ctx.get_executor(), session_config{})
+    {
+    }
+    template <class ExecutionContext>
+        requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
+    session(ExecutionContext& ctx, const session_config& config) : session(ctx.get_executor(), config)
     {
     }
 

@@ -27,7 +27,10 @@ public:
     using executor_type = asio::any_io_executor;
     using duration = std::chrono::steady_clock::duration;
 
-    shared_mutex(session& s, std::string path, lock_options options = {})
+    /// `options` applies to every acquire made through this object.
+    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
+    shared_mutex(session& s, std::string path) : s_(s.impl()), path_(std::move(path)) {}
+    shared_mutex(session& s, std::string path, lock_options options)
         : s_(s.impl()), path_(std::move(path)), options_(std::move(options))
     {
     }
