@@ -56,6 +56,7 @@ scan_result scan_queue(const std::vector<std::string>& children, std::string_vie
             continue;
         }
         ++r.position;
+        if ((n->kind == node_kind::permit) != (policy.kind == node_kind::permit)) r.recipe_mismatch = true;
         switch (policy.kind) {
         case node_kind::exclusive:
             if (!pred || n->seq > pred->seq) pred = n;
@@ -73,7 +74,7 @@ scan_result scan_queue(const std::vector<std::string>& children, std::string_vie
             break;
         }
     }
-    if (!r.found) return r;
+    if (!r.found || r.recipe_mismatch) return r;
     if (policy.kind == node_kind::permit && permits.size() == policy.permits && policy.permits > 0) {
         pred = queue_view{permits.top().second, node_kind::permit, 0, permits.top().first};
     }
@@ -186,19 +187,28 @@ acquire_fsm::action acquire_fsm::on_parents_created(error_code ec)
 
 acquire_fsm::action acquire_fsm::find_own(const std::vector<std::string>& children)
 {
-    std::vector<queue_node> mine;
+    // Nodes named with our attempt id, oldest first. Each is ours only if ZooKeeper says our
+    // session owns it (stat_candidate, on_stat): an id can be forged, or shared by a process that
+    // forked with us.
+    candidates_.clear();
     for (auto& n : make_queue(children))
-        if (n.id == id_ && n.kind == policy_.kind) mine.push_back(std::move(n));
-    if (mine.empty()) {
+        if (n.id == id_ && n.kind == policy_.kind) candidates_.push_back(join_path(dir_, n.name));
+    return stat_candidate();
+}
+
+acquire_fsm::action acquire_fsm::stat_candidate()
+{
+    if (candidates_.empty()) {
+        // The create was never applied: the connection went before the server took it.
         own_unknown_ = false;
-        return abort_ ? finish(abort_) : create();
+        if (abort_) return finish(abort_);
+        if (++lost_creates_ >= max_lost_creates) return finish(errc::request_dropped);
+        return create();
     }
-    // Keep the oldest; any later one is a duplicate and goes.
-    own_ = join_path(dir_, mine.front().name);
-    own_unknown_ = false;
-    action a = abort_ ? remove() : (state_ = state::statting, action{ak::stat_node, own_, {}, {}});
-    for (std::size_t i = 1; i < mine.size(); ++i) a.orphans.push_back(join_path(dir_, mine[i].name));
-    return a;
+    own_ = std::move(candidates_.front());
+    candidates_.erase(candidates_.begin());
+    state_ = state::statting;
+    return {ak::stat_node, own_, {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& children)
@@ -210,13 +220,13 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         own_.clear();
         return finish(abort_ ? abort_ : error_code(errc::lock_lost));
     }
-    std::vector<std::string> orphans;
-    for (auto d : r.duplicates) orphans.push_back(join_path(dir_, d));
+    std::vector<std::string> duplicates;
+    for (auto d : r.duplicates) duplicates.push_back(join_path(dir_, d));
     position_ = r.position;
     action a;
-    if (r.acquired) {
-        // Mark only if someone may be waiting behind us: uncontended acquires stay at two writes.
-        mark_ = policy_.kind == node_kind::exclusive && r.has_successor;
+    if (r.recipe_mismatch) {
+        a = fail(errc::recipe_mismatch);
+    } else if (r.acquired) {
         fast_ = false;
         a = finish({});
     } else if (try_only_) {
@@ -228,14 +238,12 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
         // does not tell.)
         watched_clear_ = r.watch_is_head && policy_.kind != node_kind::permit;
-        watched_kind_ = r.watch_kind;
         // Our own node needs a watch only if this wait may end without a listing: when the
-        // watched node is the head. (A mark seen on a node that was not the head when we listed
-        // grants nothing without it: on_watch_set.)
+        // watched node is the head.
         own_watched_ = watched_clear_;
         a = watch();
     }
-    a.orphans = std::move(orphans);
+    a.duplicates = std::move(duplicates);
     return a;
 }
 
@@ -256,32 +264,39 @@ acquire_fsm::action acquire_fsm::on_children(error_code ec, const std::vector<st
     return fail(ec);
 }
 
-acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid)
+acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours)
 {
     if (state_ != state::statting) return {};
+    if (!ec && !ours) {
+        // Another session's node that carries our attempt id: not ours, whatever its name says.
+        // Leave it alone and look at the next candidate.
+        own_.clear();
+        return stat_candidate();
+    }
     if (!ec) {
         czxid_ = czxid;
+        own_unknown_ = false;
+        candidates_.clear();
         return abort_ ? remove() : list();
     }
     if (is_retryable(ec)) return wait_connected(state::statting);
     if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
     if (ec == zk_errc::no_node) {
+        // Gone between the listing and the stat: deleted by someone (ours or not, it is no longer
+        // there to hold anything). Look at the next candidate.
         own_.clear();
-        return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+        return stat_candidate();
     }
-    return fail(ec);
+    own_.clear();
+    own_unknown_ = false;
+    return finish(abort_ ? abort_ : ec);
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, bool marked)
+acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
 {
     if (state_ != state::watching) return {};
     if (abort_) return remove();
     if (!ec) {
-        // An exclusive node marked by its holder had nothing before it. (A marked reader would not
-        // say that: other readers may hold before it.)
-        // Only with our own node watched since before this watch was set: see on_own_deleted().
-        if (marked && own_watched_ && watched_kind_ == node_kind::exclusive && policy_.kind != node_kind::permit)
-            watched_clear_ = true;
         state_ = state::waiting;
         return {ak::wait_event, {}, {}, {}};
     }
@@ -298,16 +313,10 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
     if (deleted && watched_clear_) {
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
-        mark_ = policy_.kind == node_kind::exclusive;  // we cannot know whether anyone waits behind us
         fast_ = true;
         return finish({});
     }
-    if (!deleted) {  // its data changed (the holder mark, a revocation request): read it again,
-        // and, if the change may be a holder mark that lets its deletion grant us the lock,
-        // watch our own node first.
-        own_watched_ = own_watched_ || policy_.kind != node_kind::permit;
-        return watch();
-    }
+    if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
     return list();
 }
 
@@ -346,8 +355,7 @@ acquire_fsm::action acquire_fsm::on_connected()
         if (abort_) return finish(abort_);
         state_ = state::creating_parents;
         return {ak::create_parents, dir_, {}, {}};
-    case state::statting:
-        if (abort_) return remove();
+    case state::statting:  // the candidate is not known to be ours yet: ask again (on_stat acts on abort_)
         state_ = state::statting;
         return {ak::stat_node, own_, {}, {}};
     case state::removing:

@@ -38,8 +38,11 @@ public:
     void start()
     {
         in_initiation_ = true;
-        if (auto ec = validate_lock_path(fsm_.dir())) {
-            run(fsm_.on_cancel(ec));
+        // Requests that cannot succeed are refused before anything is sent.
+        error_code bad = validate_lock_path(fsm_.dir());
+        if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_.size());
+        if (bad) {
+            run(fsm_.on_cancel(bad));
             in_initiation_ = false;
             return;
         }
@@ -102,7 +105,7 @@ private:
     void run(acquire_fsm::action a)
     {
         auto self = shared_from_this();
-        for (const auto& o : a.orphans) s_->remove(o, -1, [](error_code) {});
+        for (auto& d : a.duplicates) remove_if_ours(std::move(d));
         switch (a.kind) {
         case ak::none: break;
         case ak::create: {
@@ -130,14 +133,15 @@ private:
         case ak::stat_node:
             s_->exists(a.path, nullptr, [self](error_code ec, std::optional<zklock::stat> st) {
                 if (!ec && !st) ec = zk_errc::no_node;
-                self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0));
+                const bool ours = st && st->ephemeral_owner != 0 && st->ephemeral_owner == self->s_->session_id();
+                self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
             });
             break;
         case ak::watch:
             if (a.watch_own) watch_own();
             watch_ = s_->make_watch();
-            s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat) {
-                self->run(self->fsm_.on_watch_set(ec, !ec && data.ends_with(holder_mark)));
+            s_->get_data(a.path, watch_, [self](error_code ec, std::string, zklock::stat) {
+                self->run(self->fsm_.on_watch_set(ec));
             });
             break;
         case ak::wait_event:
@@ -159,12 +163,23 @@ private:
         }
     }
 
+    // A node named with our attempt id that is not our own (a duplicate after a lost create reply)
+    // is deleted only if ZooKeeper says our session owns it: an id alone proves nothing.
+    void remove_if_ours(std::string path)
+    {
+        auto s = s_;
+        s_->exists(path, nullptr, [s, path](error_code ec, std::optional<zklock::stat> st) {
+            if (ec || !st || st->ephemeral_owner == 0 || st->ephemeral_owner != s->session_id()) return;
+            s->remove(path, st->version, [](error_code) {});
+        });
+    }
+
     // When the fsm may grant without listing again (action::watch_own), a data watch on our own
     // node as well, set before the predecessor watch: if someone else deletes our node, the fsm
     // hears of it before any later deletion (one session's replies and events arrive in order), so
-    // a handoff can never grant a node that is gone. It costs one read, only for waiters next to
-    // the head or behind a marked holder (a waiter deeper in the queue lists again anyway), and
-    // the lease takes the watch over on a grant, so it costs the holder nothing more.
+    // a handoff can never grant a node that is gone. It costs one read, only for the waiter next
+    // to the head (a waiter deeper in the queue lists again anyway), and the lease takes the watch
+    // over on a grant, so it costs the holder nothing more.
     void watch_own()
     {
         if (own_watch_ || fsm_.own_node().empty()) return;
@@ -201,9 +216,6 @@ private:
             auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_);
             s_->add_lease(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
-            // Tell a successor we hold the lock, so that our release hands over without its re-list
-            // (see holder_mark_delay).
-            if (fsm_.should_mark()) ls->mark_after(holder_mark_delay, owner_info_ + std::string(holder_mark));
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
             result = lease(std::move(ls));
         }

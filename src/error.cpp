@@ -29,6 +29,15 @@ public:
             return "The semaphore exists with a different permit count than the one given.";
         case errc::already_released: return "The lease does not hold a lock (released, moved from or empty).";
         case errc::revoked: return "The holder was asked to give the lock up.";
+        case errc::recipe_mismatch:
+            return "The lock path is used by a different kind of lock: a semaphore's permits cannot share a path "
+                   "with mutex or shared_mutex nodes.";
+        case errc::request_too_large:
+            return "The request is larger than session_config::max_request_bytes (default 1048575 bytes, the "
+                   "server's default jute.maxbuffer): it was not sent.";
+        case errc::request_dropped:
+            return "The server closed the connection each time the request was sent (5 tries): it refuses the "
+                   "request (larger than its jute.maxbuffer?).";
         }
         return "Unknown zklock error " + std::to_string(ev) + ".";
     }

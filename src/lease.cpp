@@ -33,17 +33,6 @@ void lease_state::start(std::shared_ptr<watch_state> adopted, bool revoke_seen)
     }
 }
 
-void lease_state::mark_after(std::chrono::steady_clock::duration delay, std::string data)
-{
-    mark_timer_ = std::make_unique<asio::steady_timer>(s_->executor(), delay);
-    std::weak_ptr<lease_state> weak = weak_from_this();
-    mark_timer_->async_wait([weak, data = std::move(data)](error_code ec) {
-        auto self = weak.lock();
-        if (ec || !self || self->status_ != lease_status::held) return;
-        self->s_->set_data(self->node_, data, -1, [](error_code, zklock::stat) {});
-    });
-}
-
 void lease_state::ensure_watch()
 {
     if (node_watch_ || (status_ != lease_status::held && status_ != lease_status::suspended)) return;
@@ -83,7 +72,7 @@ void lease_state::arm_node_watch()
         self->node_watch_.reset();
         if (self->status_ != lease_status::held && self->status_ != lease_status::suspended) return;
         if (ev.type == watch_event_type::deleted) return self->set_lost(errc::lock_lost);
-        // The data changed (a revocation request, or our own holder mark): read it and watch on,
+        // The data changed (a revocation request, or any other write): read it and watch on,
         // if anyone is listening; if not, the next one to ask sets the watch again.
         if (self->has_waiters()) self->watch_node();
     });
@@ -117,7 +106,6 @@ void lease_state::set_lost(error_code reason)
 {
     if (status_ == lease_status::lost || status_ == lease_status::released) return;
     lost_reason_ = reason;
-    if (mark_timer_) mark_timer_->cancel();
     set_status(lease_status::lost);
     auto waiters = std::move(lost_waiters_);
     lost_waiters_.clear();
@@ -158,7 +146,6 @@ void lease_state::release(unique_function<void(error_code)> cb)
         return;
     }
     status_ = lease_status::released;
-    if (mark_timer_) mark_timer_->cancel();
     auto lost = std::move(lost_waiters_);
     lost_waiters_.clear();
     for (auto& w : lost) w(asio::error::operation_aborted);

@@ -19,8 +19,6 @@ public:
     /// `adopted`: the data watch the acquire kept on our node while it waited, if any (it becomes
     /// ours at no cost); `revoke_seen`: that watch read a revocation request.
     void start(std::shared_ptr<watch_state> adopted, bool revoke_seen);
-    /// Writes `data` (the holder mark) into our node after `delay`, if we still hold the lock then.
-    void mark_after(std::chrono::steady_clock::duration delay, std::string data);
     void on_session_state(session_state st, std::uint64_t generation);
     void on_presumed_expired();
     /// Deletes the node (retried across connection loss). `cb` may be empty (background release).
@@ -58,7 +56,6 @@ private:
     lease_status status_ = lease_status::held;
     error_code lost_reason_;
     std::shared_ptr<watch_state> node_watch_;
-    std::unique_ptr<asio::steady_timer> mark_timer_;
     std::vector<unique_function<void(error_code)>> lost_waiters_;
     std::vector<unique_function<void(error_code, lease_status)>> status_waiters_;
     std::vector<unique_function<void(error_code)>> revoke_waiters_;

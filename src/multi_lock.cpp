@@ -1,4 +1,5 @@
 // multi_lock: the single acquires in canonical order, as one coroutine.
+#include "deadline.hpp"
 #include "handler_util.hpp"
 #include "session_impl.hpp"
 
@@ -25,14 +26,14 @@ using clock = std::chrono::steady_clock;
 result failed(error_code ec) { return result(ec, std::vector<lease>()); }
 
 template <class Token>
-auto acquire_one(const session_ptr& s, const lock_spec& spec, const lock_options& o, std::optional<clock::duration> t,
-                 Token&& token)
+auto acquire_one(const session_ptr& s, const lock_spec& spec, const lock_options& o, bool try_only,
+                 std::optional<clock::duration> t, Token&& token)
 {
     queue_policy policy{spec.type == lock_spec::kind::shared  ? node_kind::shared
                         : spec.type == lock_spec::kind::permit ? node_kind::permit
                                                                : node_kind::exclusive,
                         spec.permits};
-    acquire_request req{spec.path, policy, false, t, o.owner_info};
+    acquire_request req{spec.path, policy, try_only, t, o.owner_info};
     return asio::async_initiate<Token, void(error_code, lease)>(
         [](auto h, session_ptr sp, acquire_request r) {
             if (r.policy.kind == node_kind::permit) initiate_semaphore_acquire(std::move(sp), std::move(r), std::move(h));
@@ -59,12 +60,15 @@ asio::awaitable<result> acquire_all(session_ptr s, std::vector<lock_spec> specs,
     for (std::size_t i = 1; i < order.size(); ++i)
         if (specs[order[i]].path == specs[order[i - 1]].path) co_return failed(errc::invalid_argument);
 
-    const auto deadline = timeout ? std::optional(clock::now() + *timeout) : std::nullopt;
+    // A timeout <= 0 means "try once", as for the single locks: each lock is tried once, all or
+    // nothing. Otherwise one deadline (saturated: duration::max() never overflows) covers the set.
+    const bool try_only = timeout && *timeout <= clock::duration::zero();
+    const auto deadline = timeout && !try_only ? std::optional(deadline_after(*timeout)) : std::nullopt;
     error_code failure;
     for (std::size_t idx : order) {
         std::optional<clock::duration> left;
         if (deadline) {
-            left = *deadline - clock::now();
+            left = time_left(*deadline);
             if (*left <= clock::duration::zero()) {
                 failure = errc::timeout;
                 break;
@@ -74,7 +78,7 @@ asio::awaitable<result> acquire_all(session_ptr s, std::vector<lock_spec> specs,
             failure = asio::error::operation_aborted;
             break;
         }
-        auto [ec, l] = co_await acquire_one(s, specs[idx], o, left, asio::as_tuple(asio::use_awaitable));
+        auto [ec, l] = co_await acquire_one(s, specs[idx], o, try_only, left, asio::as_tuple(asio::use_awaitable));
         if (ec) {
             failure = ec;
             break;

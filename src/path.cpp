@@ -4,9 +4,51 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <random>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 namespace zklock::detail {
+
+namespace {
+
+// Decodes one UTF-8 sequence at s[i] (strictly: no overlong forms, no surrogates, nothing above
+// U+10FFFF); advances i. Returns -1 for invalid UTF-8.
+long decode_utf8(std::string_view s, std::size_t& i) noexcept
+{
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char b0 = byte(i);
+    if (b0 < 0x80) {
+        ++i;
+        return b0;
+    }
+    int len = 0;
+    long cp = 0, min = 0;
+    if ((b0 & 0xe0) == 0xc0) { len = 2; cp = b0 & 0x1f; min = 0x80; }
+    else if ((b0 & 0xf0) == 0xe0) { len = 3; cp = b0 & 0x0f; min = 0x800; }
+    else if ((b0 & 0xf8) == 0xf0) { len = 4; cp = b0 & 0x07; min = 0x10000; }
+    else return -1;
+    if (i + static_cast<std::size_t>(len) > s.size()) return -1;
+    for (int k = 1; k < len; ++k) {
+        const unsigned char b = byte(i + static_cast<std::size_t>(k));
+        if ((b & 0xc0) != 0x80) return -1;
+        cp = (cp << 6) | (b & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
+    i += static_cast<std::size_t>(len);
+    return cp;
+}
+
+// The characters the server's PathUtils.validatePath refuses (it checks Java's UTF-16 units, so
+// every character outside the BMP, sent as a surrogate pair, is refused too).
+bool refused_by_server(long cp) noexcept
+{
+    return cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0;
+}
+
+}  // namespace
 
 error_code validate_lock_path(std::string_view path) noexcept
 {
@@ -19,8 +61,10 @@ error_code validate_lock_path(std::string_view path) noexcept
         if (end == std::string_view::npos) end = path.size();
         std::string_view comp = path.substr(start, end - start);
         if (comp.empty() || comp == "." || comp == "..") return bad;
-        for (unsigned char c : comp)
-            if (c < 0x20 || c == 0x7f) return bad;  // NUL and other control characters
+        for (std::size_t i = 0; i < comp.size();) {
+            const long cp = decode_utf8(comp, i);
+            if (cp < 0 || refused_by_server(cp)) return bad;  // invalid UTF-8, or a character ZooKeeper refuses
+        }
         if (start == 1 && comp == "zookeeper") return bad;  // reserved by the server
         start = end + 1;
     }
@@ -127,16 +171,28 @@ std::string_view base_name(std::string_view path) noexcept
 
 std::uint64_t new_attempt_id()
 {
-    // One random 64-bit seed per process, then a SplitMix64 stream over an atomic counter: ids are
-    // unique within the process and collide across processes with probability ~n^2 / 2^64.
-    static const std::uint64_t seed = [] {
-        std::random_device rd;
-        std::uint64_t s = (std::uint64_t{rd()} << 32) ^ rd();
-        return s ^ static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    }();
-    static std::atomic<std::uint64_t> counter{0};
+    // Straight from the kernel's random pool, every time: no generator state lives in the process,
+    // so a fork() without exec, a process restored from a checkpoint, or two copies of the library
+    // in one process can never hand out the same ids. Two ids collide with probability 2^-64.
     for (;;) {
-        std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (counter.fetch_add(1, std::memory_order_relaxed) + 1);
+        std::uint64_t id = 0;
+        ssize_t got = ::getrandom(&id, sizeof id, 0);
+        if (got == static_cast<ssize_t>(sizeof id)) {
+            if (id != 0) return id;
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        // No getrandom (a very old kernel or a seccomp filter): /dev/urandom, read afresh each time.
+        if (int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC); fd >= 0) {
+            got = ::read(fd, &id, sizeof id);
+            ::close(fd);
+            if (got == static_cast<ssize_t>(sizeof id) && id != 0) return id;
+        }
+        // Last resort: the pid, the clock and a counter through SplitMix64 (fork-safe by the pid).
+        static std::atomic<std::uint64_t> counter{0};
+        std::uint64_t z = static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ULL ^
+                          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                          (counter.fetch_add(1) << 48);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
         z ^= z >> 31;

@@ -1,4 +1,5 @@
 #include "session_impl.hpp"
+#include "deadline.hpp"
 #include "lease_state.hpp"
 
 #include <zklock/detail/path.hpp>
@@ -337,7 +338,7 @@ void session_impl::start_handle()
     static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
                                              ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
     zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
-    zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, static_cast<int>(cfg_.session_timeout.count()),
+    zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, to_session_timeout_ms(cfg_.session_timeout),
                           nullptr, this, 0, &log_sink);
     if (!zh_) return;
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
@@ -680,6 +681,8 @@ void session_impl::connect(void_cb cb)
     };
     if (state_ == session_state::closed) return post_result(std::move(cb), errc::session_closed);
     if (auto ec = validate_servers(cfg_.servers)) return post_result(std::move(cb), ec);
+    if (cfg_.session_timeout <= std::chrono::milliseconds::zero() || cfg_.connect_timeout <= std::chrono::milliseconds::zero())
+        return post_result(std::move(cb), errc::invalid_argument);
     if (state_ == session_state::connected) return post_result(std::move(cb), {});
     if (!zh_) {
         start_handle();
@@ -687,7 +690,7 @@ void session_impl::connect(void_cb cb)
     }
     connect_waiters_.push_back(std::move(cb));
     if (connect_waiters_.size() == 1) {
-        connect_timer_.expires_after(cfg_.connect_timeout);
+        connect_timer_.expires_after(to_steady(cfg_.connect_timeout));
         connect_timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (ec || self->state_ == session_state::connected) return;
             if (self->state_ == session_state::connecting) {
@@ -832,12 +835,24 @@ template <class Req> bool session_impl::submit(std::unique_ptr<Req>& r, int rc)
     return false;
 }
 
+error_code session_impl::check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops) const noexcept
+{
+    // Request header (xid, type: 8), length prefixes, the ACL (world:anyone or auth: < 48), flags,
+    // and per multi op its header: generous, so a request we pass is never one the server drops.
+    constexpr std::size_t framing = 128, per_op = 64;
+    const std::size_t limit = cfg_.max_request_bytes;
+    if (path_bytes > limit || data_bytes > limit || ops > limit / per_op) return errc::request_too_large;
+    if (path_bytes + data_bytes + framing + ops * per_op > limit) return errc::request_too_large;
+    return {};
+}
+
 void session_impl::create(const std::string& path, std::string_view data, create_mode mode, create_cb cb)
 {
     auto r = std::make_unique<create_req>();
     r->s = this;
     r->cb = std::move(cb);
     if (!zh_) { r->ec = no_handle_error(); completed_.push_back(std::move(r)); return schedule_completions(); }
+    if (auto ec = check_request_size(path.size(), data.size())) { r->ec = ec; completed_.push_back(std::move(r)); return schedule_completions(); }
     const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
     int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                           &on_create, r.get());
@@ -882,6 +897,7 @@ void session_impl::set_data(const std::string& path, std::string_view data, std:
     r->s = this;
     r->cb = std::move(cb);
     if (!zh_) { r->ec = no_handle_error(); completed_.push_back(std::move(r)); return schedule_completions(); }
+    if (auto ec = check_request_size(path.size(), data.size())) { r->ec = ec; completed_.push_back(std::move(r)); return schedule_completions(); }
     submit(r, zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get()));
 }
 
@@ -902,6 +918,18 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     r->s = this;
     r->cb = std::move(cb);
     if (!zh_) { r->ec = no_handle_error(); completed_.push_back(std::move(r)); return schedule_completions(); }
+    {
+        std::size_t path_bytes = 0, data_bytes = 0;
+        for (const auto& op : ops) {
+            path_bytes += op.path.size();
+            data_bytes += op.data.size();
+        }
+        if (auto ec = check_request_size(path_bytes, data_bytes, ops.size() + 1)) {
+            r->ec = ec;
+            completed_.push_back(std::move(r));
+            return schedule_completions();
+        }
+    }
     const std::size_t n = ops.size();
     r->ops.resize(n);
     r->results.resize(n);

@@ -81,6 +81,9 @@ public:
     std::int64_t session_id() const noexcept;
     std::chrono::milliseconds negotiated_timeout() const noexcept { return negotiated_; }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }
+    /// errc::request_too_large if a request with this much path and data would exceed
+    /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
+    error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
 
     void connect(void_cb cb);
     void close(void_cb cb);   // async: zookeeper_close on a helper thread when connected

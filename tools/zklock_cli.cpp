@@ -234,7 +234,8 @@ std::string format_age(std::int64_t ms)
 std::string owner_of(std::string data)
 {
     if (data == zklock::revocation_request) return "(revocation requested)";
-    const std::string_view mark = zklock::detail::holder_mark;
+    // Earlier zklock versions appended this holder mark to a holder's owner information.
+    constexpr std::string_view mark = "\nzklock:held";
     if (data.size() >= mark.size() && data.compare(data.size() - mark.size(), mark.size(), mark) == 0)
         data.resize(data.size() - mark.size());
     for (auto& c : data)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace zklock {
@@ -11,11 +12,23 @@ struct session_config {
     /// Comma-separated "host:port" list, optionally followed by a chroot ("h1:2181,h2:2181/app").
     std::string servers = "127.0.0.1:2181";
 
-    /// Session timeout asked of the server (it clamps it to [2, 20] x its tickTime).
+    /// Session timeout asked of the server (it clamps it to [2, 20] x its tickTime by default;
+    /// negotiated_timeout() says what it granted). Must be > 0: async_connect fails with
+    /// errc::invalid_argument otherwise. Values above 2^28 ms (3 days, more than any server
+    /// grants; the C client overflows from 2^30 ms on) are sent as 2^28 ms, which the server lowers to
+    /// its maxSessionTimeout like any other large value: never truncated.
     std::chrono::milliseconds session_timeout{10'000};
 
     /// async_connect fails with errc::connect_timeout if no server accepted the session by then.
+    /// Must be > 0 (errc::invalid_argument otherwise); milliseconds::max() means no limit.
     std::chrono::milliseconds connect_timeout{10'000};
+
+    /// The largest request the session sends (path, data and ZooKeeper's framing). A larger one
+    /// fails with errc::request_too_large before it is sent: the server closes the connection on
+    /// any packet above its `jute.maxbuffer` (default 0xfffff = 1048575 bytes), which the client
+    /// would otherwise take for a connection loss. Set it to the server's jute.maxbuffer if that
+    /// was changed.
+    std::size_t max_request_bytes = 1048575;
 
     /// When the server expires the session, start a fresh ZooKeeper session automatically.
     /// Everything that depended on the old one (leases, watches, waiting acquires) is told first.
@@ -31,7 +44,9 @@ struct session_config {
 
 /// Options of the lock recipes.
 struct lock_options {
-    /// Stored in our queue node; shown by `zklock list`. Empty = "<hostname>:<pid>".
+    /// Stored in our queue node; shown by `zklock list`. Empty = "<hostname>:<pid>". An acquire
+    /// whose node would exceed session_config::max_request_bytes fails at once with
+    /// errc::request_too_large (nothing is sent).
     std::string owner_info;
 };
 

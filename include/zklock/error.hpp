@@ -29,6 +29,12 @@ enum class errc {
     permit_mismatch,      ///< A semaphore was opened with a different permit count than stored.
     already_released,     ///< The lease is empty: released, moved from or never acquired.
     revoked,              ///< Reserved for revocation-aware operations.
+    recipe_mismatch,      ///< The lock path holds another recipe's nodes (a semaphore's permits
+                          ///< and mutex / shared_mutex nodes never share a path).
+    request_too_large,    ///< The request would exceed session_config::max_request_bytes (the
+                          ///< server's jute.maxbuffer): refused before it was sent.
+    request_dropped,      ///< The server closed the connection every time the request was sent
+                          ///< (acquire_max_lost_creates tries): it refuses it (e.g. too large).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -54,7 +54,9 @@ public:
     const std::vector<lock_spec>& specs() const noexcept { return specs_; }
 
     /// Acquires every lock within `timeout` in total. Completion: void(error_code, std::vector<lease>)
-    /// with the leases in the order of specs() (not the acquisition order). Errors: those of the
+    /// with the leases in the order of specs() (not the acquisition order). A timeout <= 0 tries
+    /// each lock once, as mutex::async_acquire does (errc::would_block if one is held; what was
+    /// taken is released); duration::max() waits without a practical limit. Errors: those of the
     /// single acquires (the first one that failed); errc::invalid_argument for an empty set or the
     /// same path listed twice. Cancellation: terminal, partial and total, as total: the acquire in
     /// flight deletes its node and every lease taken so far is released before completing.

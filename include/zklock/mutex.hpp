@@ -57,6 +57,9 @@ public:
     /// Errors: errc::timeout, errc::would_block (try), asio::error::operation_aborted,
     /// errc::invalid_path, errc::not_connected, errc::session_expired, errc::session_closed,
     /// errc::lock_lost (our queue node was deleted by someone else while we waited),
+    /// errc::recipe_mismatch (a semaphore uses this path), errc::request_too_large (the path and
+    /// lock_options::owner_info exceed session_config::max_request_bytes: nothing was sent),
+    /// errc::request_dropped (the server dropped the connection at each of 5 creates),
     /// zk_errc::no_auth (the lock path's ACL forbids us).
     ///
     /// Lifetimes: the mutex object may be destroyed while the operation runs; the session's state

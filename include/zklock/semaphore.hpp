@@ -30,7 +30,9 @@ void initiate_semaphore_acquire(session_ptr s, acquire_request req, handler<erro
 /// permit and completes with a lease (void(error_code, lease)); the lease's fencing token orders
 /// permit holders as it orders lock holders. Everything said of mutex::async_acquire
 /// (executor, the per-state cancellation table, timeout, errors, lifetimes, thread safety) holds
-/// here too, plus errc::permit_mismatch and errc::invalid_argument (zero permits). Each acquire
+/// here too, plus errc::permit_mismatch and errc::invalid_argument (zero permits). A semaphore
+/// never shares its path with a mutex or shared_mutex: the younger node's acquire fails with
+/// errc::recipe_mismatch. Each acquire
 /// first reads the stored count (one extra round trip, pipelined by nothing: correctness first);
 /// cancellation during that read completes with operation_aborted before anything is created.
 class semaphore {

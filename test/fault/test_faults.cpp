@@ -523,26 +523,26 @@ TEST_CASE("fault 9: another client deletes our nodes: the holder is told, waiter
     });
 }
 
-TEST_CASE("handoff: a holder that holds past the mark delay hands over without its successor re-listing")
+TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion alone; one further back lists")
 {
-    // Three in line: h holds, w1 waits on h, w2 (through the proxy, which counts its requests)
-    // waits on w1. w2's listing showed w1 behind h, so w1's deletion alone would not tell w2 that
-    // it is first: without the holder mark w2 must list again. w1 holds longer than
-    // detail::holder_mark_delay, so it marks its node; w2 reads the mark (its watch fires on the
-    // data change) and, when w1 releases, is granted on the deletion event alone.
+    // Three in line: h holds, w1 waits on h, w2 waits on w1, each of w1 and w2 through a proxy that
+    // counts its listings. w1's listing showed h as the oldest node: nothing older can appear, so
+    // h's deletion grants w1 the lock with no listing. w2's listing showed w1 behind h: w1's
+    // deletion alone does not say w2 is first (only server-reported facts may grant, never data
+    // in a node), so w2 lists exactly once more.
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         auto& server = fault_server();
-        fault_proxy proxy{server.port()};
+        fault_proxy p1{server.port()}, p2{server.port()};
         auto cfg = config_for(server.connect_string(), 6000ms);
-        session a{ex, cfg}, b{ex, cfg}, counted{ex, config_for(proxy.connect_string(), 6000ms)};
+        session a{ex, cfg}, b{ex, config_for(p1.connect_string(), 6000ms)}, d{ex, config_for(p2.connect_string(), 6000ms)};
         co_await connect(a);
         co_await connect(b);
-        co_await connect(counted);
+        co_await connect(d);
         checker c;
-        const auto path = unique_path("marked");
+        const auto path = unique_path("handoff-lists");
         c.expect_queue_order(path);
-        mutex ma{a, path}, mb{b, path}, mc{counted, path};
+        mutex ma{a, path}, mb{b, path}, md{d, path};
 
         auto h = co_await ma.async_acquire(5s);
         c.granted(path, "h", h.fencing_token(), seq_of(h.node()));
@@ -555,30 +555,32 @@ TEST_CASE("handoff: a holder that holds past the mark delay hands over without i
         }, asio::detached);
         CHECK(co_await wait_children(a, path, 2) == 2);
         asio::co_spawn(ex, [&]() -> awaitable<void> {
-            l2 = co_await mc.async_acquire(30s);
+            l2 = co_await md.async_acquire(30s);
             c.granted(path, "w2", l2.fencing_token(), seq_of(l2.node()));
             w2_done = true;
         }, asio::detached);
         CHECK(co_await wait_children(a, path, 3) == 3);
-        co_await sleep_for(200ms);  // w2's watches are set
+        co_await sleep_for(200ms);  // the watches are set
 
-        // From here on, count w2's listings and reads (a match function that never matches).
-        auto lists = std::make_shared<std::atomic<int>>(0), reads = std::make_shared<std::atomic<int>>(0);
-        proxy.drop_reply([lists, reads](std::int32_t, std::int32_t op) {
-            if (op == zk_op::get_children || op == zk_op::get_children2) ++*lists;
-            if (op == zk_op::get_data) ++*reads;
-            return false;
-        });
+        // From here on, count each waiter's listings (a match function that never matches).
+        auto count_lists = [](fault_proxy& p) {
+            auto n = std::make_shared<std::atomic<int>>(0);
+            p.drop_reply([n](std::int32_t, std::int32_t op) {
+                if (op == zk_op::get_children || op == zk_op::get_children2) ++*n;
+                return false;
+            });
+            return n;
+        };
+        auto lists1 = count_lists(p1), lists2 = count_lists(p2);
         c.released(path, "h");
         co_await h.async_release();
         CHECK(co_await wait_until([&] { return w1_done; }, 5s));
-        co_await sleep_for(300ms);  // w1 holds well past the mark delay: marked, and w2 has read it
+        CHECK(lists1->load() == 0);  // granted on the deletion event alone
         CHECK_FALSE(w2_done);
-        CHECK(reads->load() >= 1);  // w2 re-read w1's node when its data changed
         c.released(path, "w1");
         co_await l1.async_release();
         CHECK(co_await wait_until([&] { return w2_done; }, 5s));
-        CHECK(lists->load() == 0);  // granted on the deletion event alone
+        CHECK(lists2->load() == 1);  // not next to the head when it listed: one listing
         c.released(path, "w2");
         co_await l2.async_release();
         CHECK(co_await wait_children(a, path, 0) == 0);

@@ -1,16 +1,19 @@
 // Fuzz target: the acquire state machine fed random event sequences by a model of ZooKeeper.
 //
 // The bytes choose, step by step: the reply to the request in flight (as the simulated server
-// computes it, or lost: applied or not, the connection gone), other clients adding, marking and
-// deleting their queue nodes, someone deleting our node, the session expiring, a cancel or a
-// timeout, the lock directory being reclaimed. When the bytes run out, the world calms down: every
+// computes it, or lost: applied or not, the connection gone), other clients adding and deleting
+// their queue nodes, anyone writing data into any node (a forged "holder mark": data must never
+// grant), another session creating a node that carries our attempt id (a forked process, a
+// forgery: an id must never make a node ours), someone deleting our node, the session expiring, a
+// cancel or a timeout, the lock directory being reclaimed. When the bytes run out, the world calms down: every
 // request succeeds and the node we wait on goes away, with a cancel first if the first byte says so.
 //
 // Invariants:
 //  * it completes exactly once, and does nothing after completing (every later event: no action);
 //  * it never stalls: every reply gets an action, and in the calm it completes in bounded steps
 //    (so after a cancel it reaches done);
-//  * it only ever asks to remove nodes it created (its own and duplicates under its attempt id);
+//  * it only ever asks to remove nodes it created (its own, after ZooKeeper confirmed our session
+//    owns it; duplicates under its attempt id go through the driver's ownership check);
 //  * it never creates a node while one of its own exists (a lost create reply is resolved by
 //    looking for its id, not by creating again);
 //  * granted means: our node exists, it is the one the token belongs to, the queue grants it by the
@@ -66,9 +69,8 @@ std::string seq10(std::int64_t seq)
 }
 
 struct znode {
-    bool ours = false;
+    bool ours = false;  // created by our session (ephemeralOwner is us)
     std::int64_t czxid = 0;
-    bool marked = false;
 };
 
 class world {
@@ -124,11 +126,19 @@ private:
         node_kind kind = policy_.kind == node_kind::permit ? node_kind::permit
                          : in_.pick(2)                     ? node_kind::exclusive
                                                            : node_kind::shared;
-        kids_[node_prefix(kind, 0x5000 + next_seq_) + seq10(next_seq_)] = {false, zxid_++, false};
+        kids_[node_prefix(kind, 0x5000 + next_seq_) + seq10(next_seq_)] = {false, zxid_++};
         ++next_seq_;
     }
 
-    // The watched node changed (deleted or marked): the one-shot watch fires.
+    // Another session's node named with our attempt id and kind (a process that forked with us
+    // and shares our id generator's state, or a forgery).
+    void add_impostor()
+    {
+        if (!dir_exists_ || kids_.size() >= 64) return;
+        kids_[prefix_ + seq10(next_seq_++)] = {false, zxid_++};
+    }
+
+    // The watched node changed (deleted, or data written into it): the one-shot watch fires.
     void watched_changed(const std::string& p, bool deleted)
     {
         if (!watch_armed_ || watched_ != p) return;
@@ -150,12 +160,13 @@ private:
                          a.ec ? a.ec.message().c_str() : "");
         if (done_ > 0) {
             FUZZ_CHECK(a.kind == ak::none);  // never completes twice, never acts after completing
-            FUZZ_CHECK(a.orphans.empty());
+            FUZZ_CHECK(a.duplicates.empty());
             return;
         }
-        for (const auto& o : a.orphans) {
-            FUZZ_CHECK(ours_ever_.count(o));  // only nodes of ours
-            if (exists(o)) remove_node(o);
+        for (const auto& d : a.duplicates) {
+            FUZZ_CHECK(d != fsm_.own_node());
+            // The driver's check: exists(), and a delete only if ephemeralOwner is our session.
+            if (znode* n = find(d); n && n->ours) remove_node(d);
         }
         switch (a.kind) {
         case ak::none:
@@ -167,6 +178,7 @@ private:
             break;
         case ak::remove:
             FUZZ_CHECK(ours_ever_.count(a.path));  // never removes what it does not own
+            FUZZ_CHECK(!find(a.path) || find(a.path)->ours);
             break;
         case ak::done:
             ++done_;
@@ -210,7 +222,7 @@ private:
             case ak::create: return feed(fsm_.on_create(zk_expired, "", 0, zk_expired, {}), true);
             case ak::create_parents: return feed(fsm_.on_parents_created(zk_expired), true);
             case ak::list: return feed(fsm_.on_children(zk_expired, {}), true);
-            case ak::stat_node: return feed(fsm_.on_stat(zk_expired, 0), true);
+            case ak::stat_node: return feed(fsm_.on_stat(zk_expired, 0, false), true);
             case ak::watch: return feed(fsm_.on_watch_set(zk_expired), true);
             case ak::wait_connected: return feed(fsm_.on_session_lost(errc::session_expired), true);
             case ak::remove: return feed(fsm_.on_removed(zk_expired), true);
@@ -228,7 +240,7 @@ private:
             if (apply) {
                 const std::string name = prefix_ + seq10(next_seq_++);
                 czxid = zxid_++;
-                kids_[name] = {true, czxid, false};
+                kids_[name] = {true, czxid};
                 created = path(name);
                 ours_ever_.insert(created);
             }
@@ -244,20 +256,20 @@ private:
             if (!dir_exists_) return feed(fsm_.on_children(zk_errc::no_node, {}), true);
             return feed(fsm_.on_children(ok, names()), true);
         case ak::stat_node:
-            if (lost) return feed(fsm_.on_stat(loss, 0), true);
-            if (znode* n = find(p)) return feed(fsm_.on_stat(ok, n->czxid), true);
-            return feed(fsm_.on_stat(zk_errc::no_node, 0), true);
+            if (lost) return feed(fsm_.on_stat(loss, 0, false), true);
+            if (znode* n = find(p)) return feed(fsm_.on_stat(ok, n->czxid, n->ours), true);
+            return feed(fsm_.on_stat(zk_errc::no_node, 0, false), true);
         case ak::watch:
-            FUZZ_CHECK(!p.starts_with(path(prefix_)));  // it waits on others, never on itself
+            FUZZ_CHECK(p != fsm_.own_node());  // it waits on others, never on itself
             if (lost) return feed(fsm_.on_watch_set(loss), true);
             if (watch_own) {  // the driver's read of our own node goes first, and its reply comes first
                 if (exists(fsm_.own_node())) own_watched_ = true;
                 else feed(fsm_.on_own_deleted());
             }
-            if (znode* n = find(p)) {
+            if (find(p)) {
                 watched_ = p;
                 watch_armed_ = true;
-                return feed(fsm_.on_watch_set(ok, n->marked), true);
+                return feed(fsm_.on_watch_set(ok), true);
             }
             return feed(fsm_.on_watch_set(zk_errc::no_node), true);
         case ak::wait_connected: return feed(fsm_.on_connected(), true);
@@ -284,12 +296,13 @@ private:
             if (!others.empty()) remove_node(path(others[in_.pick(static_cast<unsigned>(others.size()))]));
             break;
         }
-        case 10: {  // the head, an exclusive node of another client, marks itself as the holder
-            const auto q = make_queue(names());
-            if (!q.empty() && q[0].kind == node_kind::exclusive && !kids_[q[0].name].ours && !kids_[q[0].name].marked) {
-                kids_[q[0].name].marked = true;
-                watched_changed(path(q[0].name), false);
+        case 10: {  // anyone writes into any node (e.g. a forged holder mark), or a foreign node takes our id
+            if (in_.pick(4) == 0) {
+                add_impostor();
+                break;
             }
+            const auto all = names();
+            if (!all.empty()) watched_changed(path(all[in_.pick(static_cast<unsigned>(all.size()))]), false);
             break;
         }
         case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it, if set

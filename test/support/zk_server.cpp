@@ -287,6 +287,7 @@ void zk_server::spawn()
         // benchmarks: C1-only code is slower once warm.
         args.insert(args.begin() + 2, {"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"});
     }
+    args.insert(args.end(), options_.jvm_flags.begin(), options_.jvm_flags.end());
     const char* zk_jar = std::getenv("ZOOKEEPER_JAR");
     std::string classpath = zk_jar && *zk_jar ? zk_jar : "/usr/share/java/zookeeper.jar";
     if (const log_binding* binding = find_log_binding()) {

@@ -28,6 +28,8 @@ struct server_options {
     /// runs the server with its default JIT (only -Xmx512m).
     bool fast_start_jvm = true;
     std::vector<std::string> extra_config{};
+    /// Extra JVM flags, e.g. "-Djute.maxbuffer=65536" (system properties the server reads).
+    std::vector<std::string> jvm_flags{};
 };
 
 /// A standalone ZooKeeper server on 127.0.0.1 and a free port, in its own temp dir, run as a

@@ -110,7 +110,7 @@ TEST_CASE("lost create reply: find our node by attempt id, never create a second
         auto a = f.on_children(ok, {name(2, 1), name(me, 3)});
         CHECK(a.kind == ak::stat_node);
         CHECK(a.path == path(me, 3));
-        CHECK(f.on_stat(ok, 33).kind == ak::list);
+        CHECK(f.on_stat(ok, 33, true).kind == ak::list);
         CHECK(f.fencing_token() == 33);
         a = f.on_children(ok, {name(2, 1), name(me, 3)});
         CHECK(a.kind == ak::watch);
@@ -120,24 +120,120 @@ TEST_CASE("lost create reply: find our node by attempt id, never create a second
     {
         CHECK(f.on_children(ok, {name(2, 1)}).kind == ak::create);
     }
-    SUBCASE("two nodes of ours (a retried create raced): keep the oldest, delete the other")
+    SUBCASE("two nodes of ours (a retried create raced): keep the oldest, the other is a duplicate")
     {
         auto a = f.on_children(ok, {name(me, 8), name(me, 3)});
         CHECK(a.kind == ak::stat_node);
         CHECK(a.path == path(me, 3));
-        REQUIRE(a.orphans.size() == 1);
-        CHECK(a.orphans[0] == path(me, 8));
+        CHECK(a.duplicates.empty());  // nothing is deleted before ownership is known
+        CHECK(f.on_stat(ok, 33, true).kind == ak::list);
+        a = f.on_children(ok, {name(me, 8), name(me, 3)});
+        CHECK(a.kind == ak::done);
+        REQUIRE(a.duplicates.size() == 1);  // the driver deletes it if our session owns it
+        CHECK(a.duplicates[0] == path(me, 8));
+        CHECK(f.own_node() == path(me, 3));
+    }
+    SUBCASE("a node with our attempt id that another session owns is not ours (fork, forgery)")
+    {
+        auto a = f.on_children(ok, {name(2, 1), name(me, 3)});
+        CHECK(a.kind == ak::stat_node);
+        CHECK(f.on_stat(ok, 33, false).kind == ak::create);  // never adopted, never deleted
+        a = f.on_create(ok, path(me, 9), 90, ok, {name(2, 1), name(me, 3), name(me, 9)});
+        CHECK(a.kind == ak::watch);
+        CHECK(a.path == path(me, 3));  // it is a contender like any other: we wait behind it
+        CHECK(f.own_node() == path(me, 9));
+        CHECK(f.fencing_token() == 90);
+    }
+    SUBCASE("the oldest candidate is another session's, the next one is ours")
+    {
+        auto a = f.on_children(ok, {name(me, 8), name(me, 3)});
+        CHECK(a.path == path(me, 3));
+        a = f.on_stat(ok, 33, false);
+        CHECK(a.kind == ak::stat_node);
+        CHECK(a.path == path(me, 8));
+        CHECK(f.on_stat(ok, 88, true).kind == ak::list);
+        CHECK(f.own_node() == path(me, 8));
+        CHECK(f.fencing_token() == 88);
+    }
+    SUBCASE("a cancel and a connection loss while a candidate is checked: ask again, delete only ours")
+    {
+        f.on_children(ok, {name(me, 3)});
+        CHECK(f.on_cancel(aborted).kind == ak::none);
+        CHECK(f.on_stat(loss, 0, false).kind == ak::wait_connected);
+        auto a = f.on_connected();
+        CHECK(a.kind == ak::stat_node);  // not a remove: ownership is not known yet
+        a = f.on_stat(ok, 33, false);
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == aborted);
     }
 }
 
-TEST_CASE("a duplicate of ours seen later is deleted as an orphan")
+TEST_CASE("a create the server never applies (it drops the connection) fails after a bounded number of tries")
+{
+    acquire_fsm f(dir, {}, me, false);
+    CHECK(f.start().kind == ak::create);
+    acquire_fsm::action a;
+    for (int i = 1; i < acquire_fsm::max_lost_creates; ++i) {
+        REQUIRE(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
+        REQUIRE(f.on_connected().kind == ak::list);
+        REQUIRE(f.on_children(ok, {name(2, 1)}).kind == ak::create);
+    }
+    REQUIRE(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
+    REQUIRE(f.on_connected().kind == ak::list);
+    a = f.on_children(ok, {name(2, 1)});
+    CHECK(a.kind == ak::done);
+    CHECK(a.ec == errc::request_dropped);
+}
+
+TEST_CASE("a duplicate of ours seen later is handed to the driver")
 {
     acquire_fsm f(dir, {}, me, false);
     f.start();
     auto a = f.on_create(ok, path(me, 2), 5, ok, {name(me, 2), name(me, 6)});
     CHECK(a.kind == ak::done);
-    REQUIRE(a.orphans.size() == 1);
-    CHECK(a.orphans[0] == path(me, 6));
+    REQUIRE(a.duplicates.size() == 1);
+    CHECK(a.duplicates[0] == path(me, 6));
+}
+
+TEST_CASE("one recipe per path: a permit and an exclusive or shared node refuse to queue behind each other")
+{
+    SUBCASE("a semaphore behind a mutex holder")
+    {
+        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 'x'), name(me, 5, 's')});
+        CHECK(a.kind == ak::remove);  // our node goes first
+        CHECK(a.path == path(me, 5, 's'));
+        a = f.on_removed(ok);
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::recipe_mismatch);
+    }
+    SUBCASE("a reader or a writer behind a permit")
+    {
+        for (char k : {'x', 'r'}) {
+            acquire_fsm f(dir, {static_cast<node_kind>(k), 1}, me, false);
+            f.start();
+            auto a = f.on_create(ok, path(me, 5, k), 1, ok, {name(9, 3, 's'), name(me, 5, k)});
+            CHECK(a.kind == ak::remove);
+            CHECK(f.on_removed(ok).ec == errc::recipe_mismatch);
+        }
+    }
+    SUBCASE("another recipe's node behind ours is not our business: it refuses itself")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 5), 1, ok, {name(me, 5), name(9, 7, 's')});
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+    }
+    SUBCASE("a node of another recipe that appears before ours later (after a lost create) is refused too")
+    {
+        auto f = waiting_machine();
+        f.on_watch_fired();
+        auto a = f.on_children(ok, {name(7, 4, 's'), name(me, 5)});
+        CHECK(a.kind == ak::remove);
+        CHECK(f.on_removed(ok).ec == errc::recipe_mismatch);
+    }
 }
 
 TEST_CASE("our node deleted by someone else while waiting: lock_lost")
@@ -205,7 +301,7 @@ TEST_CASE("cancel or timeout at every step")
             CHECK(a.kind == ak::done);
             CHECK(a.ec == reason);
         }
-        SUBCASE("create in flight, reply lost: find the node, then delete it")
+        SUBCASE("create in flight, reply lost: find the node, confirm it is ours, then delete it")
         {
             acquire_fsm f(dir, {}, me, false);
             f.start();
@@ -213,6 +309,9 @@ TEST_CASE("cancel or timeout at every step")
             CHECK(f.on_create(loss, "", 0, loss, {}).kind == ak::wait_connected);
             CHECK(f.on_connected().kind == ak::list);
             auto a = f.on_children(ok, {name(me, 4)});
+            CHECK(a.kind == ak::stat_node);
+            CHECK(a.path == path(me, 4));
+            a = f.on_stat(ok, 4, true);
             CHECK(a.kind == ak::remove);
             CHECK(a.path == path(me, 4));
             CHECK(f.on_removed(zk_errc::no_node).kind == ak::done);
@@ -324,37 +423,26 @@ TEST_CASE("handoff without a re-list")
         CHECK(a.kind == ak::done);
         CHECK_FALSE(a.ec);
         CHECK(f.fast_handoff());
-        CHECK(f.should_mark());  // someone may be behind us: we cannot know without listing
     }
-    SUBCASE("the watched exclusive node carries the holder mark")
+    SUBCASE("data written into a node that was not the head (a forged holder mark) grants nothing")
     {
         auto f = waiting_machine();  // watches seq 3, not the head
         auto w = f.on_watch_fired(false);
-        CHECK(w.kind == ak::watch);  // data changed: read it again,
-        CHECK(w.watch_own);          // with our own node watched first
-        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
-        auto a = f.on_watch_fired(true);
-        CHECK(a.kind == ak::done);
-        CHECK(f.fast_handoff());
+        CHECK(w.kind == ak::watch);  // data changed: watch it again,
+        CHECK_FALSE(w.watch_own);    // and nothing about it can let its deletion grant us the lock
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(false).kind == ak::watch);  // written again
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);  // its deletion: list, the holder is still there
+        auto a = f.on_children(ok, {name(8, 1), name(me, 5)});
+        CHECK(a.kind == ak::watch);
+        CHECK(a.path == path(8, 1));
+        CHECK_FALSE(f.fast_handoff());
     }
-    SUBCASE("an unmarked node that was not the head: list")
+    SUBCASE("an unwritten node that was not the head: list")
     {
         auto f = waiting_machine();
         CHECK(f.on_watch_fired(true).kind == ak::list);
-    }
-    SUBCASE("a mark already there when a node that was not the head is first watched: list")
-    {
-        // No own-node watch was set before this watch (the machine did not ask for one), so a
-        // deletion of our node could go unseen: the grant must come from a listing.
-        acquire_fsm f(dir, {}, me, false);
-        f.start();
-        auto w = f.on_create(ok, path(me, 5), 1, ok, {name(8, 1), name(9, 3), name(me, 5)});
-        CHECK(w.kind == ak::watch);
-        CHECK_FALSE(w.watch_own);
-        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
-        CHECK(f.on_watch_fired(true).kind == ak::list);
-        CHECK(f.on_children(ok, {name(me, 5)}).kind == ak::done);
-        CHECK_FALSE(f.fast_handoff());
     }
     SUBCASE("permit waiters never watch their own node")
     {
@@ -368,12 +456,14 @@ TEST_CASE("handoff without a re-list")
         CHECK(again.kind == ak::watch);
         CHECK_FALSE(again.watch_own);
     }
-    SUBCASE("a marked reader says nothing about readers before it")
+    SUBCASE("a reader that was not the head says nothing about readers before it")
     {
         acquire_fsm f(dir, {node_kind::exclusive, 1}, me, false);
         f.start();
         CHECK(f.on_create(ok, path(me, 5), 1, ok, {name(7, 1, 'r'), name(9, 3, 'r'), name(me, 5)}).kind == ak::watch);
-        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(false).kind == ak::watch);
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
         CHECK(f.on_watch_fired(true).kind == ak::list);
     }
     SUBCASE("permits never skip the listing")
@@ -381,7 +471,7 @@ TEST_CASE("handoff without a re-list")
         acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
         f.start();
         CHECK(f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')}).kind == ak::watch);
-        CHECK(f.on_watch_set(ok, true).kind == ak::wait_event);
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
         CHECK(f.on_watch_fired(true).kind == ak::list);
     }
     SUBCASE("a reader behind a head writer")
@@ -393,26 +483,14 @@ TEST_CASE("handoff without a re-list")
         CHECK(a.path == path(9, 1));
         f.on_watch_set(ok);
         CHECK(f.on_watch_fired(true).kind == ak::done);
-        CHECK_FALSE(f.should_mark());  // readers never mark
-    }
-    SUBCASE("uncontended grants do not mark; a grant with a successor does")
-    {
-        acquire_fsm f(dir, {}, me, false);
-        f.start();
-        f.on_create(ok, path(me, 1), 1, ok, {name(me, 1)});
-        CHECK_FALSE(f.should_mark());
-        acquire_fsm g(dir, {}, me, false);
-        g.start();
-        g.on_create(ok, path(me, 1), 1, ok, {name(me, 1), name(4, 2)});
-        CHECK(g.should_mark());
-        CHECK_FALSE(g.fast_handoff());
+        CHECK(f.fast_handoff());
     }
     SUBCASE("cancel while the watch is being read again")
     {
         auto f = waiting_machine();
         f.on_watch_fired(false);
         CHECK(f.on_cancel(aborted).kind == ak::none);
-        CHECK(f.on_watch_set(ok, true).kind == ak::remove);
+        CHECK(f.on_watch_set(ok).kind == ak::remove);
     }
 }
 
@@ -527,6 +605,14 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         const scan_result r = scan_queue(children, own, own_node.id, policy);
         CAPTURE(round);
         REQUIRE(r.found);
+        const bool mixed = std::any_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pos), [&](const queue_node& x) {
+            return (x.kind == node_kind::permit) != (policy.kind == node_kind::permit);
+        });
+        CHECK(r.recipe_mismatch == mixed);
+        if (mixed) {
+            CHECK_FALSE(r.acquired);  // never granted behind another recipe's node
+            continue;
+        }
         REQUIRE(r.acquired == v.acquired);
         CHECK(r.position == pos);
         CHECK(r.has_successor == (pos + 1 < q.size()));

@@ -4,6 +4,9 @@
 
 #include <set>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace zklock;
 using namespace zklock::detail;
 
@@ -24,6 +27,30 @@ TEST_CASE("lock paths: bad input is rejected with errc::invalid_path")
                             "/" + std::string(1024, 'a')}) {
         CAPTURE(bad);
         CHECK(validate_lock_path(bad) == errc::invalid_path);
+    }
+}
+
+TEST_CASE("lock paths: invalid UTF-8 and every character the server refuses are invalid_path, not a server error")
+{
+    using namespace std::string_literals;
+    for (std::string bad : {"/a\xc2\x85"s,            // U+0085 (C1 control)
+                            "/a\xc2\x9f"s,            // U+009F
+                            "/a\xff"s, "/a\x80"s,      // not UTF-8
+                            "/a\xc0\xaf"s,            // overlong '/'
+                            "/a\xe0\x80\xaf"s,        // overlong
+                            "/a\xc3"s,                // truncated
+                            "/a\xed\xa0\x80"s,        // an encoded surrogate
+                            "/a\xee\x80\x80"s,        // U+E000 (refused by the server: U+D800..U+F8FF)
+                            "/a\xef\xbf\xb0"s,        // U+FFF0
+                            "/a\xef\xbf\xbf"s,        // U+FFFF
+                            "/a\xf0\x9f\x94\x92"s,    // U+1F512: outside the BMP (a surrogate pair to the server)
+                            "/a\xf4\x90\x80\x80"s}) {  // above U+10FFFF
+        CAPTURE(bad);
+        CHECK(validate_lock_path(bad) == errc::invalid_path);
+    }
+    for (std::string good : {"/verrou-\xc3\xa9t\xc3\xa9"s, "/\xe9\x8e\x96"s, "/a\xc2\xa0" "b"s, "/\xef\xbf\xaf"s}) {
+        CAPTURE(good);
+        CHECK_FALSE(validate_lock_path(good));
     }
 }
 
@@ -65,6 +92,36 @@ TEST_CASE("queue node names round-trip and order by sequence")
     CHECK(q[0].seq == 2);
     CHECK(q[1].seq == 7);
     CHECK(q[2].seq == 10);
+}
+
+TEST_CASE("attempt ids differ between a process and its fork() child (no generator state is inherited)")
+{
+    (void)new_attempt_id();  // the parent has used zklock before forking
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::uint64_t ids[4];
+        for (auto& id : ids) id = new_attempt_id();
+        const bool ok = ::write(fds[1], ids, sizeof ids) == static_cast<ssize_t>(sizeof ids);
+        ::_exit(ok ? 0 : 1);
+    }
+    std::uint64_t child[4] = {};
+    std::set<std::uint64_t> mine;
+    for (int i = 0; i < 4; ++i) mine.insert(new_attempt_id());
+    std::size_t got = 0;
+    while (got < sizeof child) {
+        const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(child) + got, sizeof child - got);
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    REQUIRE(got == sizeof child);
+    for (auto id : child) CHECK(mine.count(id) == 0);
 }
 
 TEST_CASE("attempt ids are distinct and never zero")

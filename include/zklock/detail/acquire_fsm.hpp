@@ -10,16 +10,22 @@
 //                v                    v
 //          create_parents        watch(node) ──> wait_event ──fired──> list ──> ...
 //   connection loss anywhere: wait_connected, then redo the step (a lost create reply is
-//   resolved by listing and looking for our attempt id, never by creating a second node).
+//   resolved by listing and looking for our attempt id, never by creating a second node; a node
+//   with our id counts as ours only when ZooKeeper says our session owns it: ephemeralOwner).
 //   cancel / timeout / try-failed: as soon as no request is in flight, remove our node, then done.
 //
-// Handoff without a re-list: when the watched node is known to have had nothing before it that
-// could block us, its deletion means we hold the lock, and no get_children round trip is needed.
-// We know that when it was first in our own listing (sequence numbers only grow: nothing older can
-// appear later), or when it is an exclusive node its holder marked (an exclusive holder has nothing
-// before it). Holders mark their node only when a successor may be waiting (see should_mark()),
-// and only after holding for holder_mark_delay.
-// Any other deletion, and every change we cannot interpret, falls back to listing.
+// Handoff without a re-list: when the watched node was the oldest queue node in our own listing,
+// nothing older can ever appear (sequence numbers only grow), so its deletion means we hold the
+// lock and no get_children round trip is needed. That rests only on what the server reports (the
+// listing, the deletion event, and our own node still existing, watched since before): a client
+// that may not create or delete in the lock directory cannot forge any of it. Data written into a
+// node (by anyone its ACL lets write) never grants anything. Every other deletion, and every
+// change we cannot interpret, falls back to listing.
+//
+// One recipe per path: a semaphore's permits and exclusive/shared nodes never share a lock path.
+// The younger of two such nodes always sees the older in its first listing (which follows its
+// create on the same session), and refuses with errc::recipe_mismatch, so two "exclusive" holders
+// of different recipes can never hold at once.
 #pragma once
 
 #include <zklock/detail/path.hpp>
@@ -32,15 +38,6 @@
 #include <vector>
 
 namespace zklock::detail {
-
-/// Appended to a holder's node data to tell its successor that it holds the lock.
-inline constexpr std::string_view holder_mark = "\nzklock:held";
-
-/// How long a holder holds before it writes the mark. The mark pays off only when the successor has
-/// read it (a write, an event, a read: a few round trips) before the holder's delete arrives;
-/// for shorter holds it only adds a write to the server's pipeline ahead of the delete. Holds
-/// shorter than this never mark (and handoffs after them re-list, as without the mark).
-inline constexpr std::chrono::microseconds holder_mark_delay{1000};
 
 /// Decides, from the queue, whether a node holds what it asked for.
 struct queue_policy {
@@ -70,6 +67,7 @@ struct scan_result {
     std::size_t position = 0;    ///< queue nodes before ours
     bool has_successor = false;  ///< a queue node after ours
     std::vector<std::string_view> duplicates;  ///< other children with our attempt id
+    bool recipe_mismatch = false;  ///< a node of another recipe (permit vs exclusive/shared) is before ours
 };
 
 /// evaluate() over an unsorted listing, in one pass that neither copies nor sorts it: every
@@ -97,7 +95,10 @@ public:
         action_kind kind = action_kind::none;
         std::string path;
         error_code ec;
-        std::vector<std::string> orphans;  ///< extra nodes of ours to delete (fire and forget)
+        /// Other nodes named with our attempt id (a lost create reply's duplicate). The driver deletes
+        /// each one that ZooKeeper says our session owns (exists(): ephemeralOwner), fire and
+        /// forget, and leaves any other alone: an id alone never makes a node ours.
+        std::vector<std::string> duplicates;
         /// With `watch`: first set a data watch on our own node too, and keep it until done. The
         /// machine asks for it only when the watched node's deletion may grant us the lock without
         /// a listing (see on_own_deleted); every other wait ends in a listing, which sees our node
@@ -112,9 +113,10 @@ public:
                      const std::vector<std::string>& children);
     action on_parents_created(error_code ec);
     action on_children(error_code ec, const std::vector<std::string>& children);
-    action on_stat(error_code ec, std::int64_t czxid);
-    /// The watch is set; `marked`: the watched node's data carries the holder mark.
-    action on_watch_set(error_code ec, bool marked = false);
+    /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
+    action on_stat(error_code ec, std::int64_t czxid, bool ours);
+    /// The watch on the node we wait on is set (or failed).
+    action on_watch_set(error_code ec);
     /// The watched node was deleted (`deleted`) or its data changed.
     action on_watch_fired(bool deleted = true);
     action on_removed(error_code ec);
@@ -136,8 +138,6 @@ public:
     bool finished() const noexcept { return state_ == state::done; }
     const std::string& own_node() const noexcept { return own_; }
     std::int64_t fencing_token() const noexcept { return czxid_; }
-    /// After a grant: whether to mark our node as held (an exclusive holder with a possible successor).
-    bool should_mark() const noexcept { return mark_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
     bool fast_handoff() const noexcept { return fast_; }
     /// The queue position we last saw (0 = head), for diagnostics.
@@ -146,6 +146,11 @@ public:
     const queue_policy& policy() const noexcept { return policy_; }
 
     static constexpr int max_parent_retries = 16;
+    /// Creates whose reply was lost and that the server had not applied (our listing after the
+    /// reconnect shows no node of ours) before the acquire fails with errc::request_dropped: the
+    /// server closes the connection on a request it refuses outright (larger than its
+    /// jute.maxbuffer), and re-sending it would loop forever.
+    static constexpr int max_lost_creates = 5;
 
 private:
     enum class state {
@@ -161,6 +166,7 @@ private:
     action wait_connected(state resume);
     action evaluate_queue(const std::vector<std::string>& children);
     action find_own(const std::vector<std::string>& children);
+    action stat_candidate();
     action fail(error_code ec);
 
     std::string dir_;
@@ -172,15 +178,15 @@ private:
     state resume_ = state::idle;
     bool own_unknown_ = false;  // a create's reply was lost: our node may exist under our id
     std::string own_;
+    std::vector<std::string> candidates_;  // after a lost create reply: nodes with our id, oldest first
     std::int64_t czxid_ = 0;
+    int lost_creates_ = 0;
     std::size_t position_ = 0;
     int parent_retries_ = 0;
     error_code abort_;
     std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
     bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
-    node_kind watched_kind_ = node_kind::exclusive;
-    bool mark_ = false;
     bool fast_ = false;
 };
 

@@ -14,9 +14,11 @@ namespace zklock::detail {
 /// Longest lock path we accept (bytes). Queue nodes add 30 bytes below it.
 inline constexpr std::size_t max_lock_path = 1024;
 
-/// Empty error when `path` is an absolute, canonical path usable as a lock directory:
+/// Empty error when `path` is an absolute, canonical path usable as a lock directory: valid UTF-8,
 /// starts with '/', is not "/", no trailing '/', no empty, "." or ".." component, no control
-/// character (NUL included), not under the reserved "/zookeeper", at most max_lock_path bytes.
+/// character (C0 or C1, NUL included) nor any other character the server refuses (U+D800..U+F8FF,
+/// U+FFF0..U+FFFF, anything outside the BMP), not under the reserved "/zookeeper", at most
+/// max_lock_path bytes. errc::invalid_path otherwise, never a server round trip.
 error_code validate_lock_path(std::string_view path) noexcept;
 
 /// Empty error when `servers` is "host:port[,host:port...][/chroot]" with non-empty hosts and ports
