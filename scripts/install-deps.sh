@@ -8,6 +8,9 @@ packages=(
   libzookeeper-st-dev doctest-dev
   zookeeper            # the real server, for the tests and the demo (pulls a Java runtime)
   procps iproute2
+  # The interoperability tests' real peers: Apache Curator 5.4 (compiled by the test with Debian's
+  # JDK) and Kazoo 2.8.
+  default-jdk-headless libcurator-recipes-java python3-kazoo
 )
 # ZKLOCK_SANITIZERS=1 (scripts/test-sanitizers.sh): clang and its runtimes for the libFuzzer targets
 # (GCC's ASan/UBSan/TSan runtimes come with g++).

@@ -91,7 +91,7 @@ scan_result scan_queue(const std::vector<std::string>& children, std::string_vie
 using ak = acquire_fsm::action_kind;
 
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
-    : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id)),
+    : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id, policy.rw_names)),
       try_only_(try_only)
 {
 }

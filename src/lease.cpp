@@ -212,6 +212,30 @@ void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
     s->release([sh](error_code ec) { sh->complete(ec); });
 }
 
+void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op> ops,
+                            handler<error_code, std::vector<multi_result>> h)
+{
+    using results = std::vector<multi_result>;
+    if (!s || s->status() == lease_status::released) return post_now<error_code, results>(std::move(h), errc::already_released, {});
+    if (s->status() == lease_status::lost) return post_now<error_code, results>(std::move(h), errc::lock_lost, {});
+    if (ops.empty()) return post_now<error_code, results>(std::move(h), errc::invalid_argument, {});
+    // check(our node, any version) first, in the same transaction: the server applies the rest
+    // only while our node exists, whatever this process believes about the lease.
+    ops.insert(ops.begin(), multi_op::check(s->node(), -1));
+    auto sh = std::make_shared<stored_handler<error_code, results>>(std::move(h), s->session()->executor());
+    s->session()->multi(ops, [s, sh](error_code ec, results r) {
+        const bool node_gone = !r.empty() && r.front().ec == zk_errc::no_node;
+        if (!r.empty()) r.erase(r.begin());
+        if (node_gone) {
+            s->node_gone();
+            ec = errc::lock_lost;
+        } else if (ec == zk_errc::session_expired) {
+            ec = errc::session_expired;  // our ephemeral node went with the session: nothing was applied
+        }
+        sh->complete(ec, std::move(r));
+    });
+}
+
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
     if (!s) return post_now<error_code>(std::move(h), errc::already_released);

@@ -29,6 +29,9 @@ public:
     void wait_revocation(unique_function<void(error_code)> cb);
     bool revocation_requested() const noexcept { return revoke_requested_; }
 
+    /// A guarded multi found our node gone: the lock is lost (lock_lost), if nothing said so yet.
+    void node_gone() { set_lost(errc::lock_lost); }
+
     lease_status status() const noexcept { return status_; }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }

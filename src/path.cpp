@@ -101,20 +101,57 @@ error_code validate_servers(std::string_view servers) noexcept
     return {};
 }
 
-std::string node_prefix(node_kind kind, std::uint64_t id)
+std::string_view kind_marker(node_kind kind, bool rw_names) noexcept
+{
+    switch (kind) {
+    case node_kind::exclusive: return rw_names ? "__WRIT__" : "lock-";
+    case node_kind::shared: return "__READ__";
+    case node_kind::permit: return "";
+    }
+    return "";
+}
+
+std::string node_prefix(node_kind kind, std::uint64_t id, bool rw_names)
 {
     static constexpr char hex[] = "0123456789abcdef";
     std::string s(19, '-');
     s[0] = static_cast<char>(kind);
     for (int i = 0; i < 16; ++i) s[2 + i] = hex[(id >> (60 - 4 * i)) & 0xf];
+    s.append(kind_marker(kind, rw_names));
     return s;
 }
 
-std::optional<queue_view> parse_queue_view(std::string_view child) noexcept
+namespace {
+
+// ZooKeeper's sequence suffix is "%010d" of a 32-bit counter: 10 characters ("0000000042",
+// "-000000001" after the counter wrapped), or 11 for a negative value below -999999999.
+std::optional<std::int64_t> parse_seq(std::string_view s) noexcept
 {
-    // "<k>-<16 hex>-<sequence>"; ZooKeeper formats the sequence as %010d (a negative value after
-    // the 32-bit counter wraps has a leading '-').
-    if (child.size() < 20 || child.size() > 32 || child[1] != '-' || child[18] != '-') return std::nullopt;
+    if (s.size() != 10 && !(s.size() == 11 && s.front() == '-')) return std::nullopt;
+    std::int64_t value = 0;
+    auto [p, e] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (e != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+    if (value > 2147483647 || value < -2147483648LL) return std::nullopt;
+    return value;
+}
+
+// The sequence at the end of `child`, after exactly `marker`: {sequence, where the marker starts}.
+std::optional<std::pair<std::int64_t, std::size_t>> seq_after(std::string_view child, std::string_view marker) noexcept
+{
+    for (std::size_t len : {std::size_t{10}, std::size_t{11}}) {
+        if (child.size() < len + marker.size()) continue;
+        const std::size_t at = child.size() - len - marker.size();
+        if (child.substr(at, marker.size()) != marker) continue;
+        if (auto seq = parse_seq(child.substr(child.size() - len))) return std::pair{*seq, at};
+    }
+    return std::nullopt;
+}
+
+// "<k>-<16 hex>-[marker]<sequence>": zklock's own names (the marker is absent in names made by
+// zklock before 0.2, which are still recognised).
+std::optional<queue_view> parse_zklock(std::string_view child) noexcept
+{
+    if (child.size() < 29 || child[1] != '-' || child[18] != '-') return std::nullopt;
     node_kind kind;
     switch (child[0]) {
     case 'x': kind = node_kind::exclusive; break;
@@ -126,23 +163,72 @@ std::optional<queue_view> parse_queue_view(std::string_view child) noexcept
     for (int i = 2; i < 18; ++i) {
         char c = child[i];
         unsigned d;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
+        else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
         else return std::nullopt;
         id = (id << 4) | d;
     }
-    std::string_view seq = child.substr(19);
-    std::int64_t value = 0;
-    auto [p, e] = std::from_chars(seq.data(), seq.data() + seq.size(), value);
-    if (e != std::errc{} || p != seq.data() + seq.size() || seq.size() < 10) return std::nullopt;
-    return queue_view{child, kind, id, value};
+    std::string_view markers[3] = {"", "", ""};
+    std::size_t n = 1;  // no marker: zklock < 0.2
+    if (kind == node_kind::exclusive) {
+        markers[n++] = "lock-";
+        markers[n++] = "__WRIT__";
+    }
+    if (kind == node_kind::shared) markers[n++] = "__READ__";
+    for (std::size_t i = 0; i < n; ++i) {
+        auto found = seq_after(child, markers[i]);
+        if (found && found->second == 19) return queue_view{child, kind, id, found->first, lock_library::zklock};
+    }
+    return std::nullopt;
+}
+
+// Queue nodes of the other ZooKeeper lock libraries, by the marker right before the sequence:
+// Apache Curator 5.x InterProcessMutex "...lock-<seq>" (plain, or protected "_c_<uuid>-lock-<seq>"),
+// InterProcessReadWriteLock "...__READ__<seq>" / "...__WRIT__<seq>"; Kazoo 2.x Lock and WriteLock
+// "<uuid>__lock__<seq>", ReadLock "<uuid>__rlock__<seq>". A name any of them would take for a
+// contender is one.
+std::optional<queue_view> parse_foreign(std::string_view child) noexcept
+{
+    struct marker {
+        std::string_view text;
+        node_kind kind;
+        lock_library lib;
+    };
+    static constexpr marker markers[] = {
+        {"__rlock__", node_kind::shared, lock_library::kazoo},
+        {"__lock__", node_kind::exclusive, lock_library::kazoo},
+        {"__READ__", node_kind::shared, lock_library::curator},
+        {"__WRIT__", node_kind::exclusive, lock_library::curator},
+        {"lock-", node_kind::exclusive, lock_library::curator},
+    };
+    for (const auto& m : markers)
+        if (auto found = seq_after(child, m.text)) return queue_view{child, m.kind, 0, found->first, m.lib};
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<queue_view> parse_queue_view(std::string_view child) noexcept
+{
+    if (auto v = parse_zklock(child)) return v;
+    return parse_foreign(child);
+}
+
+const char* to_string(lock_library lib) noexcept
+{
+    switch (lib) {
+    case lock_library::zklock: return "zklock";
+    case lock_library::curator: return "curator";
+    case lock_library::kazoo: return "kazoo";
+    }
+    return "?";
 }
 
 std::optional<queue_node> parse_queue_node(std::string_view child) noexcept
 {
     auto v = parse_queue_view(child);
     if (!v) return std::nullopt;
-    return queue_node{std::string(v->name), v->kind, v->id, v->seq};
+    return queue_node{std::string(v->name), v->kind, v->id, v->seq, v->library};
 }
 
 std::vector<queue_node> make_queue(const std::vector<std::string>& children)

@@ -291,7 +291,7 @@ awaitable<int> run_list(cli::options o)
     }
 
     std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), queue.size());
-    std::printf("%-4s %-8s %-9s %-30s %-8s %s\n", "POS", "STATE", "KIND", "NODE", "AGE", "OWNER");
+    std::printf("%-4s %-8s %-9s %-7s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "NODE", "AGE", "OWNER");
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
     for (std::size_t i = 0; i < queue.size(); ++i) {
@@ -306,8 +306,8 @@ awaitable<int> run_list(cli::options o)
         auto [dec, data, st] = co_await zk.async_get_data(detail::join_path(o.lock_path, node.name), tuple);
         const std::string age = dec ? "-" : format_age(now_ms - st.ctime);
         const std::string owner = dec == zklock::zk_errc::no_node ? "(gone)" : dec ? "(" + dec.message() + ")" : owner_of(data);
-        std::printf("%-4zu %-8s %-9s %-30s %-8s %s\n", i + 1, state, kind_name(node.kind), node.name.c_str(), age.c_str(),
-                    owner.c_str());
+        std::printf("%-4zu %-8s %-9s %-7s %-36s %-8s %s\n", i + 1, state, kind_name(node.kind), detail::to_string(node.library),
+                    node.name.c_str(), age.c_str(), owner.c_str());
     }
     co_await zk.async_close(tuple);
     co_return 0;

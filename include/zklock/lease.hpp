@@ -3,6 +3,7 @@
 
 #include <zklock/detail/session_fwd.hpp>
 #include <zklock/error.hpp>
+#include <zklock/types.hpp>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zklock {
 
@@ -32,6 +34,8 @@ void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h);
 void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h);
+void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op> ops,
+                            handler<error_code, std::vector<multi_result>> h);
 }  // namespace detail
 
 /// The data a client writes into a holder's queue node to ask it to give the lock up
@@ -117,6 +121,32 @@ public:
                 detail::initiate_wait_revocation(std::move(s), std::move(h));
             },
             token, state_);
+    }
+
+    /// Guarded write: runs `ops` as one ZooKeeper transaction that commits only while our queue
+    /// node still exists. The server checks it (a `check` op on our node, any version, first in
+    /// the same multi), so a holder that has lost the lock cannot write even before its process
+    /// has heard of the loss (a paused process, a session expired while cut off): for state kept
+    /// in ZooKeeper itself this is stronger than the fencing token, which needs a resource that
+    /// compares it.
+    ///
+    /// Completion signature: void(error_code, std::vector<multi_result>) with one result per op of
+    /// `ops` (the check is not included), as session::async_multi.
+    /// Errors: errc::lock_lost (our node is gone: nothing was applied, and status() becomes lost),
+    /// errc::session_expired, errc::already_released (empty or released lease: nothing sent),
+    /// errc::invalid_argument (no ops), errc::request_too_large, and the first failing op's
+    /// zk_errc otherwise (then nothing was applied either). A connection loss
+    /// (zk_errc::connection_loss) leaves the outcome unknown, as for any write.
+    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
+    /// the transaction's outcome is the server's. Thread safety: from the session's executor.
+    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
+    auto async_guarded_multi(std::vector<multi_op> ops, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s, std::vector<multi_op> o) {
+                detail::initiate_guarded_multi(std::move(s), std::move(o), std::move(h));
+            },
+            token, state_, std::move(ops));
     }
 
     /// True once revocation has been seen requested (by a watch: see async_wait_revocation).

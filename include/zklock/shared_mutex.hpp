@@ -73,7 +73,7 @@ public:
     }
 
 private:
-    static constexpr detail::queue_policy writer{detail::node_kind::exclusive, 1};
+    static constexpr detail::queue_policy writer{detail::node_kind::exclusive, 1, true};
     static constexpr detail::queue_policy reader{detail::node_kind::shared, 1};
 
     detail::session_ptr s_;

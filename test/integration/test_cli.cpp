@@ -627,14 +627,21 @@ TEST_CASE("zklock cli: list shows holders and waiters in queue order")
         REQUIRE(co_await wait_children(zk, path, 2) == 2);
         start(writer, s, "writer", zklock_args(servers, {"--owner", "the writer", path, "true"}));
         REQUIRE(co_await wait_children(zk, path, 3) == 3);
+        // Two nodes as Apache Curator and Kazoo name theirs, queued behind.
+        auto [cec, curator_node, cst] = co_await zk.async_create(path + "/_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-lock-", "java",
+                                                                 create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(cec);
+        auto [kec, kazoo_node, kst] = co_await zk.async_create(path + "/4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__rlock__", "python",
+                                                               create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(kec);
 
         process l;
         launch(l, s, "list", {"list", "--servers", servers, path});
         CHECK(co_await finish(l) == 0);
         auto lines = lines_of(l.out());
         CAPTURE(l.out());
-        REQUIRE(lines.size() == 5);  // title, header, three nodes
-        CHECK(lines[0] == path + ": 3 in the queue");
+        REQUIRE(lines.size() == 7);  // title, header, five nodes
+        CHECK(lines[0] == path + ": 5 in the queue");
         auto row = [&](std::size_t i) {
             std::istringstream in(lines[i]);
             std::vector<std::string> f;
@@ -644,24 +651,38 @@ TEST_CASE("zklock cli: list shows holders and waiters in queue order")
         std::string host(256, '\0');
         ::gethostname(host.data(), host.size() - 1);
         host.resize(std::strlen(host.c_str()));
-        auto r1 = row(2), r2 = row(3), r3 = row(4);
-        REQUIRE(r1.size() == 6);
+        auto r1 = row(2), r2 = row(3), r3 = row(4), r4 = row(5), r5 = row(6);
+        REQUIRE(r1.size() == 7);
         CHECK(r1[0] == "1");
         CHECK(r1[1] == "holder");
         CHECK(r1[2] == "exclusive");
-        CHECK(r1[3].rfind("x-", 0) == 0);
-        CHECK(r1[5] == host + ":" + std::to_string(holder.pid));
-        REQUIRE(r2.size() == 7);
+        CHECK(r1[3] == "zklock");
+        CHECK(r1[4].rfind("x-", 0) == 0);
+        CHECK(r1[6] == host + ":" + std::to_string(holder.pid));
+        REQUIRE(r2.size() == 8);
         CHECK(r2[0] == "2");
         CHECK(r2[1] == "waiting");
         CHECK(r2[2] == "shared");
-        CHECK(r2[3].rfind("r-", 0) == 0);
+        CHECK(r2[4].rfind("r-", 0) == 0);
         CHECK(lines[3].ends_with("the reader"));
-        REQUIRE(r3.size() == 7);
+        REQUIRE(r3.size() == 8);
         CHECK(r3[1] == "waiting");
         CHECK(r3[2] == "exclusive");
         CHECK(lines[4].ends_with("the writer"));
-        CHECK(r1[4].ends_with("s"));  // an age
+        CHECK(r1[5].ends_with("s"));  // an age
+        REQUIRE(r4.size() == 7);
+        CHECK(r4[1] == "waiting");
+        CHECK(r4[2] == "exclusive");
+        CHECK(r4[3] == "curator");
+        CHECK(path + "/" + r4[4] == curator_node);
+        CHECK(r4[6] == "java");
+        REQUIRE(r5.size() == 7);
+        CHECK(r5[2] == "shared");
+        CHECK(r5[3] == "kazoo");
+        CHECK(path + "/" + r5[4] == kazoo_node);
+        CHECK(r5[6] == "python");
+        co_await zk.async_remove(curator_node, -1, tuple);
+        co_await zk.async_remove(kazoo_node, -1, tuple);
 
         // Once the writer is gone, the holder hands over to the reader; shared holders together.
         holder.signal(SIGTERM);

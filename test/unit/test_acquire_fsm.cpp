@@ -50,7 +50,7 @@ TEST_CASE("uncontended: create and list in one step, granted at the head")
     acquire_fsm f(dir, {}, me, false);
     auto a = f.start();
     CHECK(a.kind == ak::create);
-    CHECK(a.path == "/l/x-0000000000000001-");
+    CHECK(a.path == "/l/x-0000000000000001-lock-");
     a = f.on_create(ok, path(me, 0), 77, ok, {name(me, 0), "not-a-lock-node"});
     CHECK(a.kind == ak::done);
     CHECK_FALSE(a.ec);

@@ -71,17 +71,35 @@ TEST_CASE("queue node names round-trip and order by sequence")
 {
     const std::uint64_t id = 0x00ab12cd34ef5678ULL;
     std::string name = node_prefix(node_kind::exclusive, id) + "0000000042";
-    CHECK(name == "x-00ab12cd34ef5678-0000000042");
+    CHECK(name == "x-00ab12cd34ef5678-lock-0000000042");  // Curator's InterProcessMutex marker
+    CHECK(node_prefix(node_kind::exclusive, id, true) == "x-00ab12cd34ef5678-__WRIT__");
+    CHECK(node_prefix(node_kind::shared, id) == "r-00ab12cd34ef5678-__READ__");
+    CHECK(node_prefix(node_kind::permit, id) == "s-00ab12cd34ef5678-");
+    for (std::string own : {"x-00ab12cd34ef5678-__WRIT__0000000042", "r-00ab12cd34ef5678-__READ__0000000042",
+                            "x-00ab12cd34ef5678-0000000042" /* zklock < 0.2 */}) {
+        CAPTURE(own);
+        auto v = parse_queue_node(own);
+        REQUIRE(v);
+        CHECK(v->id == id);
+        CHECK(v->seq == 42);
+        CHECK(v->library == lock_library::zklock);
+    }
     auto n = parse_queue_node(name);
     REQUIRE(n);
     CHECK(n->id == id);
     CHECK(n->seq == 42);
     CHECK(n->kind == node_kind::exclusive);
     CHECK(parse_queue_node("r-00ab12cd34ef5678--2147483648")->seq == -2147483648LL);
+    CHECK(parse_queue_node("r-00ab12cd34ef5678-__READ__-2147483648")->seq == -2147483648LL);
+    CHECK(parse_queue_node("x-00ab12cd34ef5678-lock--000000001")->seq == -1);
+    CHECK(parse_queue_node("_c_u-lock--000000001")->seq == -1);
+    CHECK(parse_queue_node("_c_u-lock-0000000001")->seq == 1);
+    // A reader's marker on an exclusive zklock name is not ours; Curator would take it for a reader.
+    CHECK(parse_queue_node("x-00ab12cd34ef5678-__READ__0000000001")->library == lock_library::curator);
 
     for (const char* junk : {"", "lock", "x-00ab12cd34ef5678-", "x-00AB12CD34EF5678-0000000001", "q-00ab12cd34ef5678-0000000001",
                              "x-00ab12cd34ef5678-00000001", "x-00ab12cd34ef567-00000000001", "x_00ab12cd34ef5678-0000000001",
-                             "x-00ab12cd34ef5678-000000000x"}) {
+                             "x-00ab12cd34ef5678-000000000x", "lock-000000001", "lock-2147483648", "x-00ab12cd34ef5678-lock-2147483648", "_c_1-lock-00000000001", "abc__lock__+000000001", "lease-0000000001"}) {
         CAPTURE(junk);
         CHECK_FALSE(parse_queue_node(junk));
     }
@@ -92,6 +110,41 @@ TEST_CASE("queue node names round-trip and order by sequence")
     CHECK(q[0].seq == 2);
     CHECK(q[1].seq == 7);
     CHECK(q[2].seq == 10);
+}
+
+TEST_CASE("Curator's and Kazoo's lock nodes are contenders, with their kinds and libraries")
+{
+    struct expect {
+        const char* name;
+        node_kind kind;
+        lock_library lib;
+        std::int64_t seq;
+    };
+    for (const auto& e : {
+             expect{"_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-lock-0000000007", node_kind::exclusive, lock_library::curator, 7},
+             expect{"lock-0000000008", node_kind::exclusive, lock_library::curator, 8},
+             expect{"_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-__READ__0000000009", node_kind::shared, lock_library::curator, 9},
+             expect{"_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-__WRIT__0000000010", node_kind::exclusive, lock_library::curator, 10},
+             expect{"4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__lock__0000000011", node_kind::exclusive, lock_library::kazoo, 11},
+             expect{"4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__rlock__0000000012", node_kind::shared, lock_library::kazoo, 12},
+             expect{"4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__lock__-000000003", node_kind::exclusive, lock_library::kazoo, -3},
+         }) {
+        CAPTURE(e.name);
+        auto v = parse_queue_node(e.name);
+        REQUIRE(v);
+        CHECK(v->kind == e.kind);
+        CHECK(v->library == e.lib);
+        CHECK(v->seq == e.seq);
+        CHECK(v->id == 0);  // never one of our attempt ids
+    }
+    // One queue across libraries, in sequence order.
+    auto q = make_queue({"abc__lock__0000000003", "x-0000000000000001-lock-0000000001", "_c_u-__READ__0000000002",
+                         "lease-x", "r-0000000000000002-__READ__0000000004"});
+    REQUIRE(q.size() == 4);
+    CHECK(q[0].library == lock_library::zklock);
+    CHECK(q[1].library == lock_library::curator);
+    CHECK(q[2].library == lock_library::kazoo);
+    CHECK(q[3].kind == node_kind::shared);
 }
 
 TEST_CASE("attempt ids differ between a process and its fork() child (no generator state is inherited)")

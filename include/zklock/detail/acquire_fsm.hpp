@@ -43,6 +43,7 @@ namespace zklock::detail {
 struct queue_policy {
     node_kind kind = node_kind::exclusive;  ///< the kind of our own node
     std::uint32_t permits = 1;              ///< semaphore permits (kind == permit)
+    bool rw_names = false;                  ///< a shared_mutex's writer: named "__WRIT__" (see node_prefix)
 };
 
 /// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue).

@@ -11,7 +11,7 @@
 
 namespace zklock::detail {
 
-/// Longest lock path we accept (bytes). Queue nodes add 30 bytes below it.
+/// Longest lock path we accept (bytes). Queue nodes add up to 38 bytes below it.
 inline constexpr std::size_t max_lock_path = 1024;
 
 /// Empty error when `path` is an absolute, canonical path usable as a lock directory: valid UTF-8,
@@ -32,12 +32,24 @@ enum class node_kind : char {
     permit = 's',     ///< a semaphore permit
 };
 
-/// A parsed queue node: "<kind>-<16 hex digit id>-<sequence>", e.g. "x-00ab12cd34ef5678-0000000042".
+/// Which library made a queue node. zklock recognises the lock nodes of Apache Curator 5.x and
+/// Kazoo 2.x as contenders, in sequence order, with their kinds (see parse_queue_view).
+enum class lock_library : char { zklock, curator, kazoo };
+
+const char* to_string(lock_library lib) noexcept;
+
+/// A parsed queue node. zklock's own: "<kind>-<16 hex digit id>-<marker><sequence>", e.g.
+/// "x-00ab12cd34ef5678-lock-0000000042", where the marker is the one Apache Curator uses for the
+/// same recipe, so that Curator sees our nodes as contenders of the right kind: "lock-" for a
+/// mutex (InterProcessMutex), "__WRIT__" / "__READ__" for a shared_mutex's writers / readers
+/// (InterProcessReadWriteLock), none for semaphore permits. Names without a marker (zklock before
+/// 0.2) are recognised too.
 struct queue_node {
     std::string name;  ///< the child name as listed
     node_kind kind;
-    std::uint64_t id;  ///< the acquiring attempt's unique id
+    std::uint64_t id;  ///< the acquiring attempt's unique id (0 for another library's node)
     std::int64_t seq;  ///< ZooKeeper's sequence suffix
+    lock_library library = lock_library::zklock;
 };
 
 /// A queue node parsed in place: `name` views the listed child name (no allocation).
@@ -46,13 +58,20 @@ struct queue_view {
     node_kind kind;
     std::uint64_t id;
     std::int64_t seq;
+    lock_library library = lock_library::zklock;
 };
 
-/// Parses one child name without copying it; nullopt for anything that is not a queue node.
+/// Parses one child name without copying it; nullopt for anything that is not a queue node of
+/// zklock, Curator ("...lock-<seq>", "...__READ__<seq>", "...__WRIT__<seq>") or Kazoo
+/// ("...__lock__<seq>", "...__rlock__<seq>").
 std::optional<queue_view> parse_queue_view(std::string_view child) noexcept;
 
-/// The name prefix of an attempt's node, e.g. "x-00ab12cd34ef5678-".
-std::string node_prefix(node_kind kind, std::uint64_t id);
+/// The marker zklock puts before the sequence (see queue_node).
+std::string_view kind_marker(node_kind kind, bool rw_names) noexcept;
+
+/// The name prefix of an attempt's node, e.g. "x-00ab12cd34ef5678-lock-" (rw_names: a
+/// shared_mutex's writer, "x-...-__WRIT__").
+std::string node_prefix(node_kind kind, std::uint64_t id, bool rw_names = false);
 
 /// Parses one child name; nullopt for anything that is not a queue node.
 std::optional<queue_node> parse_queue_node(std::string_view child) noexcept;

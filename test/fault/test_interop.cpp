@@ -1,0 +1,461 @@
+// Mixed fleets (issue 13): zklock, Apache Curator 5.4 (a Java program compiled here with Debian's
+// JDK, against Debian's libcurator-*-java) and Kazoo 2.8 (Debian's python3-kazoo) contend on one
+// lock path of one real server. Every contender logs its grants and releases on CLOCK_MONOTONIC
+// (Java's System.nanoTime, Python's time.monotonic_ns and std::chrono::steady_clock all read it),
+// and does a read → pause → write of a counter node inside the lock. The merged history must show
+// no overlap, grants in queue order across the libraries, and no lost update.
+#include "fault_common.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace zklock;
+using namespace zklock::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path interop_dir = fs::path(ZKLOCK_SOURCE_DIR) / "test" / "interop";
+
+// The Curator worker, compiled once per test process into a temp dir. Returns the classpath.
+const std::string& curator_classpath()
+{
+    static const std::string cp = [] {
+        const fs::path out = fs::temp_directory_path() / ("zklock-curator-" + std::to_string(::getpid()));
+        fs::create_directories(out);
+        std::string jars;
+        for (const auto& e : fs::directory_iterator("/usr/share/java")) {
+            const std::string n = e.path().filename().string();
+            for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
+                                     "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
+                if (n == want) jars += ":" + e.path().string();
+        }
+        const std::string cmd = "javac -nowarn -cp '" + jars.substr(jars.empty() ? 0 : 1) + "' -d '" + out.string() + "' '" +
+                                (interop_dir / "CuratorWorker.java").string() + "' 2>&1";
+        if (std::system(cmd.c_str()) != 0)
+            throw std::runtime_error("cannot compile the Curator worker (javac and libcurator-recipes-java are installed "
+                                     "by scripts/install-deps.sh): " + cmd);
+        return out.string() + jars;
+    }();
+    return cp;
+}
+
+struct child {
+    pid_t pid = -1;
+    int status = -1;
+};
+
+child spawn(std::vector<std::string> argv)
+{
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    child c;
+    c.pid = ::fork();
+    if (c.pid == 0) {
+        ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+    return c;
+}
+
+// Waits (polling, so the io_context keeps serving zklock's contenders) for every child to exit.
+awaitable<void> reap(std::vector<child>& kids, std::chrono::seconds limit)
+{
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        bool all = true;
+        for (auto& k : kids)
+            if (k.status < 0) {
+                int st = 0;
+                if (::waitpid(k.pid, &st, WNOHANG) == k.pid) k.status = st;
+                else all = false;
+            }
+        if (all) co_return;
+        if (std::chrono::steady_clock::now() >= deadline) {
+            for (auto& k : kids)
+                if (k.status < 0) {
+                    ::kill(k.pid, SIGKILL);
+                    ::waitpid(k.pid, &k.status, 0);
+                }
+            co_return;
+        }
+        co_await sleep_for(50ms);
+    }
+}
+
+std::vector<std::string> curator(const std::string& servers, const std::string& path, const std::string& mode, int rounds,
+                                 int hold_ms, const fs::path& log)
+{
+    return {"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", curator_classpath(), "CuratorWorker", servers, path, mode,
+            std::to_string(rounds), std::to_string(hold_ms), log.string()};
+}
+
+std::vector<std::string> kazoo(const std::string& servers, const std::string& path, const std::string& mode, int rounds,
+                               int hold_ms, const fs::path& log)
+{
+    return {"/usr/bin/python3", (interop_dir / "kazoo_worker.py").string(), servers, path, mode, std::to_string(rounds),
+            std::to_string(hold_ms), log.string()};
+}
+
+struct event {
+    std::int64_t t = 0;
+    bool grant = false;
+    std::string who;   // library:worker
+    std::string node;  // the queue node's name
+    bool writer = true;
+};
+
+std::vector<event> read_log(const fs::path& file, const std::string& who)
+{
+    std::vector<event> out;
+    std::ifstream in(file);
+    std::map<std::string, bool> writer_of;
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream ls(line);
+        std::string what, node, kind;
+        event e;
+        ls >> what >> e.t >> node >> kind;
+        e.grant = what == "grant";
+        e.who = who;
+        e.node = node;
+        if (e.grant) writer_of[node] = kind != "r";
+        e.writer = writer_of[node];
+        out.push_back(e);
+    }
+    return out;
+}
+
+// A zklock contender: the same loop as the workers, logging into `log`.
+template <class Acquire>
+awaitable<void> zklock_worker(session& s, std::string counter, int rounds, std::chrono::milliseconds hold, bool writer,
+                              std::string who, std::vector<event>& log, Acquire acquire, int& errors)
+{
+    for (int i = 0; i < rounds; ++i) {
+        auto [ec, l] = co_await acquire();
+        if (ec) {
+            ++errors;
+            MESSAGE(who << ": " << ec.message());
+            continue;
+        }
+        const std::string node{detail::base_name(l.node())};
+        log.push_back({std::chrono::steady_clock::now().time_since_epoch().count(), true, who, node, writer});
+        auto [gec, data, st] = co_await s.async_get_data(counter, tuple);
+        co_await sleep_for(hold);
+        if (writer && !gec) co_await s.async_set_data(counter, std::to_string(std::atoll(data.c_str()) + 1), -1, tuple);
+        log.push_back({std::chrono::steady_clock::now().time_since_epoch().count(), false, who, node, writer});
+        co_await l.async_release(tuple);
+    }
+}
+
+struct verdict {
+    std::vector<std::string> problems;
+    std::size_t grants = 0, writer_grants = 0;
+    std::set<std::string> libraries;
+};
+
+// Overlaps (a writer with anyone), and, when `ordered`, grants out of queue-sequence order.
+verdict check_history(std::vector<event> events, bool ordered)
+{
+    verdict v;
+    std::sort(events.begin(), events.end(), [](const event& a, const event& b) { return a.t < b.t; });
+    std::map<std::string, event> holding;  // node -> its grant
+    std::int64_t last_seq = std::numeric_limits<std::int64_t>::min();
+    for (const auto& e : events) {
+        if (!e.grant) {
+            holding.erase(e.node);
+            continue;
+        }
+        ++v.grants;
+        v.writer_grants += e.writer;
+        v.libraries.insert(e.who.substr(0, e.who.find(':')));
+        for (const auto& [node, h] : holding)
+            if (e.writer || h.writer) v.problems.push_back("overlap: " + e.who + " (" + e.node + ") granted while " + h.who + " (" + node + ") held");
+        holding[e.node] = e;
+        const auto q = detail::parse_queue_node(e.node);
+        if (!q) {
+            v.problems.push_back("not a queue node: " + e.node);
+            continue;
+        }
+        if (ordered && q->seq < last_seq) v.problems.push_back("out of queue order: " + e.who + " (" + e.node + ")");
+        last_seq = std::max(last_seq, q->seq);
+    }
+    for (const auto& [node, h] : holding) v.problems.push_back("never released: " + h.who + " (" + node + ")");
+    return v;
+}
+
+awaitable<std::int64_t> read_counter(session& s, const std::string& counter)
+{
+    auto [ec, data, st] = co_await s.async_get_data(counter, tuple);
+    co_return ec ? -1 : std::atoll(data.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("interop: zklock, Curator and Kazoo contend on one exclusive lock: no overlap, queue order, no lost update")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-x-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();  // compile before the clock starts
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session a{ex, config_for(servers)}, b{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(b);
+        const auto path = unique_path("interop-x");
+        const auto counter = path + "-counter";
+        co_await a.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        auto [cec, cp, cst] = co_await a.async_create(counter, "0", create_mode::persistent, tuple);
+        REQUIRE_FALSE(cec);
+
+        constexpr int rounds = 6, hold = 5;
+        std::vector<child> kids;
+        for (int w = 0; w < 2; ++w) {
+            kids.push_back(spawn(curator(servers, path, "mutex", rounds, hold, dir / ("curator-" + std::to_string(w)))));
+            kids.push_back(spawn(kazoo(servers, path, "mutex", rounds, hold, dir / ("kazoo-" + std::to_string(w)))));
+        }
+        std::vector<event> zlog;
+        int errors = 0, done = 0;
+        for (int w = 0; w < 4; ++w) {
+            session& s = w % 2 ? b : a;
+            asio::co_spawn(ex, [&, w]() -> awaitable<void> {
+                mutex m{s, path};
+                co_await zklock_worker(s, counter, rounds, std::chrono::milliseconds(hold), true, "zklock:" + std::to_string(w), zlog,
+                                       [&] { return m.async_acquire(60s, asio::as_tuple(asio::use_awaitable)); }, errors);
+                ++done;
+            }, asio::detached);
+        }
+        co_await reap(kids, 150s);
+        CHECK(co_await wait_until([&] { return done == 4; }, 60s));
+        for (const auto& k : kids) {
+            const bool exited_ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
+            CHECK_MESSAGE(exited_ok, "worker status " << k.status);
+        }
+        CHECK(errors == 0);
+
+        auto events = zlog;
+        for (int w = 0; w < 2; ++w)
+            for (const char* lib : {"curator", "kazoo"}) {
+                auto more = read_log(dir / (std::string(lib) + "-" + std::to_string(w)), std::string(lib) + ":" + std::to_string(w));
+                events.insert(events.end(), more.begin(), more.end());
+            }
+        const auto v = check_history(events, true);
+        for (const auto& p : v.problems) FAIL_CHECK(p);
+        CHECK(v.grants == 8 * rounds);
+        CHECK(v.libraries == std::set<std::string>{"curator", "kazoo", "zklock"});
+        CHECK(co_await read_counter(a, counter) == 8 * rounds);  // no lost update
+        CHECK((co_await children_of(a, path)).empty());          // no orphan
+        co_await a.async_close();
+        co_await b.async_close();
+    }, std::chrono::seconds(240));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("interop: read/write locks: zklock's shared_mutex with Curator's InterProcessReadWriteLock, and with Kazoo's WriteLock")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-rw-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();
+    for (const std::string peer : {"curator", "kazoo"}) {
+        CAPTURE(peer);
+        run([&]() -> awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            const std::string servers = fault_server().connect_string();
+            session a{ex, config_for(servers)}, b{ex, config_for(servers)};
+            co_await connect(a);
+            co_await connect(b);
+            const auto path = unique_path("interop-rw-" + peer);
+            const auto counter = path + "-counter";
+            co_await a.async_create("/zklock-test", "", create_mode::persistent, tuple);
+            auto [cec, cp, cst] = co_await a.async_create(counter, "0", create_mode::persistent, tuple);
+            REQUIRE_FALSE(cec);
+
+            constexpr int rounds = 6, hold = 5;
+            std::vector<child> kids;
+            // Kazoo 2.8's ReadLock waits on the youngest writer in the queue, even one queued after
+            // it, which deadlocks with any writer behind it until a timeout (a Kazoo bug, Kazoo alone
+            // shows it): Kazoo takes part as a writer only.
+            const std::vector<std::string> modes = peer == "curator" ? std::vector<std::string>{"read", "write", "read"}
+                                                                       : std::vector<std::string>{"write", "write"};
+            for (std::size_t w = 0; w < modes.size(); ++w) {
+                const auto log = dir / (peer + "-" + std::to_string(w));
+                kids.push_back(spawn(peer == "curator" ? curator(servers, path, modes[w], rounds, hold, log)
+                                                       : kazoo(servers, path, modes[w], rounds, hold, log)));
+            }
+            std::vector<event> zlog;
+            int errors = 0, done = 0;
+            for (int w = 0; w < 4; ++w) {
+                session& s = w % 2 ? b : a;
+                const bool writer = w < 2;
+                asio::co_spawn(ex, [&, w, writer]() -> awaitable<void> {
+                    shared_mutex rw{s, path};
+                    co_await zklock_worker(s, counter, rounds, std::chrono::milliseconds(hold), writer, "zklock:" + std::to_string(w),
+                                           zlog,
+                                           [&, writer] {
+                                               return writer ? rw.async_acquire(60s, asio::as_tuple(asio::use_awaitable))
+                                                             : rw.async_acquire_shared(60s, asio::as_tuple(asio::use_awaitable));
+                                           },
+                                           errors);
+                    ++done;
+                }, asio::detached);
+            }
+            co_await reap(kids, 150s);
+            CHECK(co_await wait_until([&] { return done == 4; }, 60s));
+            for (const auto& k : kids) {
+            const bool exited_ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
+            CHECK_MESSAGE(exited_ok, "worker status " << k.status);
+        }
+            CHECK(errors == 0);
+            auto events = zlog;
+            for (std::size_t w = 0; w < modes.size(); ++w) {
+                auto more = read_log(dir / (peer + "-" + std::to_string(w)), peer + ":" + std::to_string(w));
+                events.insert(events.end(), more.begin(), more.end());
+            }
+            const auto v = check_history(events, false);
+            for (const auto& p : v.problems) FAIL_CHECK(p);
+            CHECK(v.grants == static_cast<std::size_t>((4 + modes.size()) * rounds));
+            CHECK(v.libraries == std::set<std::string>{peer, "zklock"});
+            CHECK(co_await read_counter(a, counter) == static_cast<std::int64_t>(v.writer_grants));  // no lost update
+            CHECK((co_await children_of(a, path)).empty());
+            co_await a.async_close();
+            co_await b.async_close();
+        }, std::chrono::seconds(240));
+    }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter is next is told before Curator is granted")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-exp-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        const std::string servers = server.connect_string();
+        fault_proxy proxy{server.port()};
+        session admin{ex, config_for(servers)};
+        session h{ex, config_for(proxy.connect_string(), 2000ms)};
+        co_await connect(admin);
+        co_await connect(h);
+        const auto path = unique_path("interop-expiry");
+        co_await admin.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        auto [cec, cp, cst] = co_await admin.async_create(path + "-counter", "0", create_mode::persistent, tuple);
+        REQUIRE_FALSE(cec);
+        mutex m{h, path};
+        auto l = co_await m.async_acquire(5s);
+        REQUIRE(l.owns_lock());
+        const auto held_node = std::string(detail::base_name(l.node()));
+        std::vector<child> kids{spawn(curator(servers, path, "mutex", 1, 0, dir / "curator"))};
+        REQUIRE(co_await wait_children(admin, path, 2, 30s) == 2);  // Curator queued behind us
+
+        proxy.blackhole();  // the holder is cut off: its session expires on the server
+        auto [lost_ec] = co_await l.async_wait_lost(tuple);
+        const auto told = std::chrono::steady_clock::now().time_since_epoch().count();
+        CHECK(lost_ec == errc::session_expired);
+        co_await reap(kids, 60s);
+        REQUIRE(WIFEXITED(kids[0].status));
+        CHECK(WEXITSTATUS(kids[0].status) == 0);
+        auto events = read_log(dir / "curator", "curator:0");
+        REQUIRE(events.size() == 2);
+        CHECK(events[0].grant);
+        CHECK(events[0].node != held_node);
+        CHECK(events[0].t > told);  // the holder knew before Curator held the lock
+        proxy.pass();
+        co_await l.async_release(tuple);
+        co_await h.async_close(tuple);
+        co_await admin.async_close();
+    }, std::chrono::seconds(120));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("guarded writes: a holder whose node is gone cannot write, even before it has heard of the loss")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session h{ex, config_for(servers)}, other{ex, config_for(servers)};
+        co_await connect(h);
+        co_await connect(other);
+        const auto path = unique_path("guarded");
+        const auto data = path + "-data";
+        mutex m{h, path};
+        auto l = co_await m.async_acquire(5s);
+        co_await h.async_create(data, "0", create_mode::persistent, tuple);
+
+        // While held: the ops commit, one result per op (the check is not among them).
+        std::vector<multi_op> ops;
+        ops.push_back(multi_op::set_data(data, "1"));
+        ops.push_back(multi_op::create(data + "-child", "c"));
+        auto [ec, results] = co_await l.async_guarded_multi(ops, tuple);
+        CHECK_FALSE(ec);
+        CHECK(results.size() == 2);
+        auto [gec, value, st] = co_await other.async_get_data(data, tuple);
+        CHECK(value == "1");
+
+        // Someone deletes our node. Nothing awaits the lease, so it has not heard (status held).
+        co_await other.async_remove(l.node(), -1);
+        co_await sleep_for(100ms);
+        CHECK(l.status() == lease_status::held);
+        std::vector<multi_op> late;
+        late.push_back(multi_op::set_data(data, "2"));
+        late.push_back(multi_op::remove(data + "-child"));
+        auto [lec, lres] = co_await l.async_guarded_multi(late, tuple);
+        CHECK(lec == errc::lock_lost);
+        CHECK(l.status() == lease_status::lost);  // and now it knows
+        auto [gec2, value2, st2] = co_await other.async_get_data(data, tuple);
+        CHECK(value2 == "1");  // no partial effect
+        auto [eec, exists] = co_await other.async_exists(data + "-child", tuple);
+        CHECK(exists.has_value());
+        // A lost lease refuses at once; an empty one too.
+        auto [lec2, lres2] = co_await l.async_guarded_multi(late, tuple);
+        CHECK(lec2 == errc::lock_lost);
+        lease empty;
+        auto [eec2, eres] = co_await empty.async_guarded_multi(late, tuple);
+        CHECK(eec2 == errc::already_released);
+        co_await h.async_close();
+        co_await other.async_close();
+    });
+}
+
+TEST_CASE("guarded writes: a holder whose session expired cannot write through the session that replaced it")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session h{ex, config_for(proxy.connect_string(), 2000ms)}, other{ex, config_for(server.connect_string())};
+        co_await connect(h);
+        co_await connect(other);
+        const auto path = unique_path("guarded-expiry");
+        const auto data = path + "-data";
+        co_await other.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        co_await other.async_create(data, "0", create_mode::persistent, tuple);
+        mutex m{h, path};
+        auto l = co_await m.async_acquire(5s);
+        const auto gen = h.generation();
+        proxy.blackhole();
+        CHECK(co_await wait_children(other, path, 0, 20s) == 0);  // the server expired the session
+        proxy.pass();
+        CHECK(co_await wait_until([&] { return h.generation() > gen && h.state() == session_state::connected; }, 20s));
+        std::vector<multi_op> ops;
+        ops.push_back(multi_op::set_data(data, "stale"));
+        auto [ec, res] = co_await l.async_guarded_multi(ops, tuple);
+        CHECK((ec == errc::lock_lost || ec == errc::session_expired));
+        auto [gec, value, st] = co_await other.async_get_data(data, tuple);
+        CHECK(value == "0");
+        co_await h.async_close();
+        co_await other.async_close();
+    });
+}
