@@ -35,6 +35,8 @@ public:
         case errc::request_too_large:
             return "The request is larger than session_config::max_request_bytes (default 1048575 bytes, the "
                    "server's default jute.maxbuffer): it was not sent.";
+        case errc::operation_in_progress:
+            return "Another wait on this object is already pending; wait again once it has completed.";
         case errc::request_dropped:
             return "The server closed the connection each time the request was sent (5 tries): it refuses the "
                    "request (larger than its jute.maxbuffer?).";

@@ -197,8 +197,17 @@ void lease_state::wait_status(unique_function<void(error_code, lease_status)> cb
 
 namespace {
 
-template <class... Args> void post_now(handler<Args...> h, Args... args)
+// Completes from the initiating function: posted (never inline) through the session's executor
+// whenever the lease has one (released or lost leases keep it), so the handler runs there or on its
+// own associated executor. Only a default-constructed or moved-from lease has no session: it posts
+// through asio::system_executor on to the handler's associated executor (Asio 1.26 has no
+// async_immediate to do better).
+template <class... Args> void post_now(const std::shared_ptr<lease_state>& s, handler<Args...> h, Args... args)
 {
+    if (s) {
+        stored_handler<Args...> sh(std::move(h), s->session()->executor());
+        return sh.post(std::move(args)...);
+    }
     stored_handler<Args...> sh(std::move(h), asio::system_executor());
     sh.post(std::move(args)...);
 }
@@ -207,7 +216,7 @@ template <class... Args> void post_now(handler<Args...> h, Args... args)
 
 void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s || s->status() == lease_status::released) return post_now<error_code>(std::move(h), errc::already_released);
+    if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     s->release([sh](error_code ec) { sh->complete(ec); });
 }
@@ -216,9 +225,9 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
                             handler<error_code, std::vector<multi_result>> h)
 {
     using results = std::vector<multi_result>;
-    if (!s || s->status() == lease_status::released) return post_now<error_code, results>(std::move(h), errc::already_released, {});
-    if (s->status() == lease_status::lost) return post_now<error_code, results>(std::move(h), errc::lock_lost, {});
-    if (ops.empty()) return post_now<error_code, results>(std::move(h), errc::invalid_argument, {});
+    if (!s || s->status() == lease_status::released) return post_now<error_code, results>(s, std::move(h), errc::already_released, {});
+    if (s->status() == lease_status::lost) return post_now<error_code, results>(s, std::move(h), errc::lock_lost, {});
+    if (ops.empty()) return post_now<error_code, results>(s, std::move(h), errc::invalid_argument, {});
     // check(our node, any version) first, in the same transaction: the server applies the rest
     // only while our node exists, whatever this process believes about the lease.
     ops.insert(ops.begin(), multi_op::check(s->node(), -1));
@@ -238,9 +247,9 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
 
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s) return post_now<error_code>(std::move(h), errc::already_released);
-    if (s->status() == lease_status::lost) return post_now<error_code>(std::move(h), s->lost_reason());
-    if (s->status() == lease_status::released) return post_now<error_code>(std::move(h), asio::error::operation_aborted);
+    if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
+    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
+    if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_terminal_cancel(sh, s->session()->executor());
     s->wait_lost([sh](error_code ec) {
@@ -250,10 +259,10 @@ void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 
 void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s) return post_now<error_code>(std::move(h), errc::already_released);
-    if (s->revocation_requested()) return post_now<error_code>(std::move(h), {});
-    if (s->status() == lease_status::lost) return post_now<error_code>(std::move(h), s->lost_reason());
-    if (s->status() == lease_status::released) return post_now<error_code>(std::move(h), asio::error::operation_aborted);
+    if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
+    if (s->revocation_requested()) return post_now<error_code>(s, std::move(h), {});
+    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
+    if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_terminal_cancel(sh, s->session()->executor());
     s->wait_revocation([sh](error_code ec) {
@@ -263,7 +272,7 @@ void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code
 
 void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h)
 {
-    if (!s) return post_now<error_code, lease_status>(std::move(h), errc::already_released, lease_status::released);
+    if (!s) return post_now<error_code, lease_status>(s, std::move(h), errc::already_released, lease_status::released);
     auto sh = std::make_shared<stored_handler<error_code, lease_status>>(std::move(h), s->session()->executor());
     allow_terminal_cancel(sh, s->session()->executor());
     s->wait_status([sh](error_code ec, lease_status st) {

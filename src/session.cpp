@@ -1100,9 +1100,13 @@ void initiate_multi(session_ptr s, std::vector<multi_op> ops, handler<error_code
 
 void initiate_watch_wait(std::shared_ptr<watch_state> w, handler<error_code, watch_event> h)
 {
-    if (!w) {
+    if (!w) {  // an empty watch has no session: see lease.cpp's post_now
         stored_handler<error_code, watch_event> sh(std::move(h), asio::system_executor());
         return sh.post(errc::invalid_argument, {});
+    }
+    if (w->has_waiter()) {  // copies of a watch share its state: one wait at a time
+        stored_handler<error_code, watch_event> sh(std::move(h), w->executor());
+        return sh.post(errc::operation_in_progress, {});
     }
     auto sh = std::make_shared<stored_handler<error_code, watch_event>>(std::move(h), w->executor());
     auto slot = sh->slot();

@@ -49,6 +49,7 @@ public:
     void wait(unique_function<void(error_code, watch_event)> cb);
     void cancel_wait();
     bool fired() const noexcept { return result_.has_value(); }
+    bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
     const asio::any_io_executor& executor() const noexcept { return ex_; }
 
 private:

@@ -35,6 +35,7 @@ enum class errc {
                           ///< server's jute.maxbuffer): refused before it was sent.
     request_dropped,      ///< The server closed the connection every time the request was sent
                           ///< (acquire_max_lost_creates tries): it refuses it (e.g. too large).
+    operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

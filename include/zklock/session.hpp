@@ -41,8 +41,10 @@ public:
     bool valid() const noexcept { return state_ != nullptr; }
 
     /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the watch
-    /// fired already. Cancellation: terminal, partial and total; cancelling has no effect on the
-    /// ZooKeeper watch, which can be waited on again.
+    /// fired already. One wait at a time: copies of a watch share it, and a second wait while one
+    /// is pending completes at once with errc::operation_in_progress (the first keeps waiting);
+    /// errc::invalid_argument on an empty watch. Cancellation: terminal, partial and total;
+    /// cancelling has no effect on the ZooKeeper watch, which can be waited on again.
     template <asio::completion_token_for<void(error_code, watch_event)> Token = asio::deferred_t>
     auto async_wait(Token&& token = {})
     {

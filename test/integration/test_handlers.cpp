@@ -7,6 +7,9 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <fstream>
+#include <string>
+
 using namespace zklock;
 using namespace zklock::test;
 
@@ -94,4 +97,42 @@ TEST_CASE("handlers run once, on their executor, never inside the initiating fun
     check(children, "get_children");
     check(release, "release");
     check(lost, "wait_lost ended by the release");
+}
+
+namespace {
+
+int threads_of_this_process()
+{
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a released or lost lease completes at once through the session's executor, starting no thread")
+{
+    const int before = threads_of_this_process();
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session s{ex, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        mutex m{s, unique_path("no-system-pool")};
+        auto l = co_await m.async_acquire(5s);
+        co_await l.async_release();
+        // Each completes at once (already released / aborted), posted, on this io_context.
+        for (int i = 0; i < 3; ++i) {
+            auto [ec] = co_await l.async_release(tuple);
+            CHECK(ec == errc::already_released);
+            auto [wec] = co_await l.async_wait_lost(tuple);
+            CHECK(wec == asio::error::operation_aborted);
+            std::vector<multi_op> ops{multi_op::check("/", -1)};
+            auto [gec, res] = co_await l.async_guarded_multi(std::move(ops), tuple);
+            CHECK(gec == errc::already_released);
+        }
+        co_await s.async_close();
+    });
+    // asio::system_executor would have started Asio's system thread pool (one thread per core).
+    CHECK(threads_of_this_process() == before);
 }

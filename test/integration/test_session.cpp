@@ -80,6 +80,25 @@ TEST_CASE("watches fire once with the right event")
         CHECK(cev.type == watch_event_type::child);
         auto eev = co_await ew.async_wait();
         CHECK(eev.type == watch_event_type::created);
+        // One wait at a time: a second wait on a watch (or on a copy of it) while one is pending
+        // completes at once with operation_in_progress; the first still gets the event.
+        co_await other.async_set_data(dir + "/later", "x");  // (nothing watches it: no event)
+        auto [d2, st2, w2] = co_await s.async_watch_data(dir, asio::deferred);
+        bool first_done = false;
+        watch_event first_ev{};
+        w2.async_wait([&](error_code ec, watch_event e) {
+            CHECK_FALSE(ec);
+            first_ev = e;
+            first_done = true;
+        });
+        watch copy = w2;
+        auto [sec, sev] = co_await copy.async_wait(tuple);
+        CHECK(sec == errc::operation_in_progress);
+        CHECK_FALSE(first_done);
+        co_await other.async_set_data(dir, "again");
+        for (int i = 0; i < 500 && !first_done; ++i) co_await sleep_for(10ms);
+        CHECK(first_done);
+        CHECK(first_ev.type == watch_event_type::changed);
         // Fired means fired: waiting again completes at once with the same event.
         auto again = co_await w.async_wait();
         CHECK(again.type == watch_event_type::changed);
