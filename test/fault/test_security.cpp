@@ -150,11 +150,13 @@ TEST_CASE("hostile input: junk children under the lock path are ignored")
             CAPTURE(n);
             CHECK_FALSE(ec);
         }
-        // A child with children of its own, an ephemeral one, Curator-style sequential ones.
+        // A child with children of its own, an ephemeral one, sequential ones that are no lock
+        // contender of any library (Curator's semaphore leases; Curator's and Kazoo's lock nodes
+        // are contenders: see test_interop.cpp).
         co_await junk.async_create(path + "/sub", "", create_mode::persistent);
         co_await junk.async_create(path + "/sub/x-0123456789abcdef-0000000001", "", create_mode::persistent);
         co_await junk.async_create(path + "/ephemeral-junk", "", create_mode::ephemeral);
-        for (int i = 0; i < 3; ++i) co_await junk.async_create(path + "/_c_1234-lock-", "", create_mode::ephemeral_sequential);
+        for (int i = 0; i < 3; ++i) co_await junk.async_create(path + "/_c_1234-lease-", "", create_mode::ephemeral_sequential);
         const auto junk_count = (co_await children_of(s, path)).size();
         CHECK(junk_count == names.size() + 5);
 
