@@ -287,9 +287,14 @@ acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool
         own_.clear();
         return stat_candidate();
     }
+    // Another error (no_auth on a re-ACLed node...): we cannot tell which candidate is ours. The
+    // driver deletes each one our session owns (exists(): ephemeralOwner), so none is left behind.
+    action a = finish(abort_ ? abort_ : ec);
+    a.duplicates = std::move(candidates_);
+    a.duplicates.push_back(std::move(own_));
     own_.clear();
     own_unknown_ = false;
-    return finish(abort_ ? abort_ : ec);
+    return a;
 }
 
 acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)

@@ -170,7 +170,9 @@ private:
         auto s = s_;
         s_->exists(path, nullptr, [s, path](error_code ec, std::optional<zklock::stat> st) {
             if (ec || !st || st->ephemeral_owner == 0 || st->ephemeral_owner != s->session_id()) return;
-            s->remove(path, st->version, [](error_code) {});
+            // Any version: ownership is proven, and a sequential name is never reused (anyone may
+            // have written into the node, which would fail a versioned delete).
+            s->remove(path, -1, [](error_code) {});
         });
     }
 

@@ -43,6 +43,12 @@ public:
     void complete(Args... args) { finish<false>(std::move(args)...); }
     /// Completes from the initiating function (post: never inline).
     void post(Args... args) { finish<true>(std::move(args)...); }
+    /// Gives the handler up to another operation (which keeps its own work guard).
+    handler<Args...> release()
+    {
+        work_.reset();
+        return std::move(h_);
+    }
 
 private:
     template <bool Post> void finish(Args... args)

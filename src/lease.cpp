@@ -232,12 +232,22 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
     // only while our node exists, whatever this process believes about the lease.
     ops.insert(ops.begin(), multi_op::check(s->node(), -1));
     auto sh = std::make_shared<stored_handler<error_code, results>>(std::move(h), s->session()->executor());
-    s->session()->multi(ops, [s, sh](error_code ec, results r) {
-        const bool node_gone = !r.empty() && r.front().ec == zk_errc::no_node;
+    const std::size_t n = ops.size() - 1;
+    s->session()->multi(ops, [s, sh, n](error_code ec, results r) {
+        // Per-op results exist only when the server answered the transaction; after a connection
+        // loss, a session error or a refusal before sending, every result carries that error.
+        const bool answered = ec.category() == zookeeper_category() && !is_retryable(ec) && ec != zk_errc::session_expired &&
+                              ec != zk_errc::closing && r.size() == n + 1;
+        const bool node_gone = answered && r.front().ec == zk_errc::no_node;
         if (!r.empty()) r.erase(r.begin());
+        if (ec && !answered) {
+            r.assign(n, multi_result{});
+            for (auto& x : r) x.ec = ec;
+        }
         if (node_gone) {
             s->node_gone();
-            ec = errc::lock_lost;
+            ec = s->status() == lease_status::released ? error_code(errc::already_released) : error_code(errc::lock_lost);
+            for (auto& x : r) x.ec = ec;
         } else if (ec == zk_errc::session_expired) {
             ec = errc::session_expired;  // our ephemeral node went with the session: nothing was applied
         }

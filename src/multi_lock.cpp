@@ -29,10 +29,10 @@ template <class Token>
 auto acquire_one(const session_ptr& s, const lock_spec& spec, const lock_options& o, bool try_only,
                  std::optional<clock::duration> t, Token&& token)
 {
-    queue_policy policy{spec.type == lock_spec::kind::shared  ? node_kind::shared
+    queue_policy policy{spec.type == lock_spec::kind::shared   ? node_kind::shared
                         : spec.type == lock_spec::kind::permit ? node_kind::permit
                                                                : node_kind::exclusive,
-                        spec.permits};
+                        spec.permits, spec.type == lock_spec::kind::writer};
     acquire_request req{spec.path, policy, try_only, t, o.owner_info};
     return asio::async_initiate<Token, void(error_code, lease)>(
         [](auto h, session_ptr sp, acquire_request r) {

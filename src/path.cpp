@@ -127,11 +127,13 @@ namespace {
 // "-000000001" after the counter wrapped), or 11 for a negative value below -999999999.
 std::optional<std::int64_t> parse_seq(std::string_view s) noexcept
 {
-    if (s.size() != 10 && !(s.size() == 11 && s.front() == '-')) return std::nullopt;
+    // (Canonical forms only: an 11-character one is below -999999999, so no leading zero.)
+    if (s.size() != 10 && !(s.size() == 11 && s.front() == '-' && s[1] != '0')) return std::nullopt;
     std::int64_t value = 0;
     auto [p, e] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (e != std::errc{} || p != s.data() + s.size()) return std::nullopt;
     if (value > 2147483647 || value < -2147483648LL) return std::nullopt;
+    if (value == 0 && s.front() == '-') return std::nullopt;  // "-000000000" is no %010d output
     return value;
 }
 
@@ -175,9 +177,11 @@ std::optional<queue_view> parse_zklock(std::string_view child) noexcept
         markers[n++] = "__WRIT__";
     }
     if (kind == node_kind::shared) markers[n++] = "__READ__";
+    const std::string_view rest = child.substr(19);
     for (std::size_t i = 0; i < n; ++i) {
-        auto found = seq_after(child, markers[i]);
-        if (found && found->second == 19) return queue_view{child, kind, id, found->first, lock_library::zklock};
+        if (!rest.starts_with(markers[i])) continue;
+        if (auto seq = parse_seq(rest.substr(markers[i].size())))
+            return queue_view{child, kind, id, *seq, lock_library::zklock};
     }
     return std::nullopt;
 }

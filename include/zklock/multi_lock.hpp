@@ -22,12 +22,16 @@ namespace zklock {
 
 /// One lock of a multi_lock.
 struct lock_spec {
-    enum class kind { exclusive, shared, permit };
+    /// exclusive: as a mutex; writer / shared: as a shared_mutex's writer / reader (the names
+    /// differ so that Apache Curator tells its InterProcessMutex and InterProcessReadWriteLock
+    /// apart: see the README's "Mixed fleets"); permit: a semaphore permit.
+    enum class kind { exclusive, shared, permit, writer };
     kind type = kind::exclusive;
     std::string path;
     std::uint32_t permits = 1;  ///< for kind::permit: the semaphore's permit count
 
     static lock_spec exclusive(std::string path) { return {kind::exclusive, std::move(path), 1}; }
+    static lock_spec writer(std::string path) { return {kind::writer, std::move(path), 1}; }
     static lock_spec shared(std::string path) { return {kind::shared, std::move(path), 1}; }
     static lock_spec semaphore(std::string path, std::uint32_t permits) { return {kind::permit, std::move(path), permits}; }
 };

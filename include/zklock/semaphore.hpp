@@ -34,7 +34,9 @@ void initiate_semaphore_acquire(session_ptr s, acquire_request req, handler<erro
 /// never shares its path with a mutex or shared_mutex: the younger node's acquire fails with
 /// errc::recipe_mismatch. Each acquire
 /// first reads the stored count (one extra round trip, pipelined by nothing: correctness first);
-/// cancellation during that read completes with operation_aborted before anything is created.
+/// a cancellation (any type) or the deadline during that read, also while it waits for a lost
+/// connection to come back, completes at once with operation_aborted / errc::timeout: nothing has
+/// been created yet.
 class semaphore {
 public:
     using executor_type = asio::any_io_executor;

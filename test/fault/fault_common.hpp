@@ -51,6 +51,20 @@ awaitable<bool> wait_until(Pred pred, std::chrono::milliseconds limit)
     co_return true;
 }
 
+/// Polls the server's watch table ("wchp": paths with watches) until `node` is watched by some
+/// session, or `limit` passes; returns whether it is. Tests use it instead of a sleep before an
+/// event that a waiter must see through its watch.
+inline awaitable<bool> wait_watched(const zk_server& server, const std::string& node, std::chrono::milliseconds limit = 10s)
+{
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        const std::string table = server.four_letter("wchp");
+        if (table.find(node + "\n") != std::string::npos || table.ends_with(node)) co_return true;
+        if (std::chrono::steady_clock::now() >= deadline) co_return false;
+        co_await sleep_for(20ms);
+    }
+}
+
 /// The critical section every fault test runs under a granted lease: records the grant, reads the
 /// shared counter, suspends for `hold`, writes it back (unless the lease was lost meanwhile, which is
 /// then recorded at the moment the holder was told), records the release, releases.

@@ -164,9 +164,10 @@ TEST_CASE("data written by others: a forged holder mark in a waiter's node never
         auto kids = co_await children_of(raw, path);
         std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
         const std::string b_node = path + "/" + kids[1];
+        REQUIRE(co_await wait_watched(fault_server(), b_node));  // c's watch on b is set: c sees the write as an event
         auto [sec, st] = co_await raw.async_set_data(b_node, "forger:1\nzklock:held", -1, tuple);
         REQUIRE_FALSE(sec);
-        co_await sleep_for(300ms);
+        co_await sleep_for(300ms);  // c has re-read b's node
 
         // b gives up: its node goes while a still holds. c must list and wait behind a.
         cancel_b.emit(asio::cancellation_type::terminal);

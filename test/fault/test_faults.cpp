@@ -560,7 +560,13 @@ TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion a
             w2_done = true;
         }, asio::detached);
         CHECK(co_await wait_children(a, path, 3) == 3);
-        co_await sleep_for(200ms);  // the watches are set
+        {
+            auto kids = co_await children_of(a, path);
+            std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+            REQUIRE(kids.size() == 3);
+            REQUIRE(co_await wait_watched(server, path + "/" + kids[0]));  // w1 watches h
+            REQUIRE(co_await wait_watched(server, path + "/" + kids[1]));  // w2 watches w1: its listing is done
+        }
 
         // From here on, count each waiter's listings (a match function that never matches).
         auto count_lists = [](fault_proxy& p) {
@@ -585,5 +591,51 @@ TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion a
         co_await l2.async_release();
         CHECK(co_await wait_children(a, path, 0) == 0);
         CHECK_MESSAGE(c.ok(), c.report());
+    });
+}
+
+TEST_CASE("semaphore: during an outage, the count check honours the timeout and cancellation")
+{
+    // The permit-count read comes before the queue node: it used to wait for the server with no
+    // timer and no cancellation, so an acquire during an outage completed only once a server was
+    // back. Nothing is created yet at that step, so both complete at once.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session s{ex, config_for(proxy.connect_string(), 20000ms)};
+        co_await connect(s);
+        const auto path = unique_path("semaphore-outage");
+        semaphore sem{s, path, 2};
+        {
+            auto l = co_await sem.async_acquire(5s);  // the count is stored
+            co_await l.async_release();
+        }
+        proxy.blackhole();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [ec, l] = co_await sem.async_acquire(1s, tuple);
+        CHECK(ec == errc::timeout);
+        CHECK(std::chrono::steady_clock::now() - t0 < 10s);  // a hang detector, not a timing test
+
+        asio::cancellation_signal sig;
+        bool done = false;
+        error_code cec;
+        sem.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code e, lease) {
+            cec = e;
+            done = true;
+        }));
+        co_await sleep_for(200ms);
+        CHECK_FALSE(done);
+        sig.emit(asio::cancellation_type::terminal);
+        CHECK(co_await wait_until([&] { return done; }, 10s));
+        CHECK(cec == asio::error::operation_aborted);
+
+        proxy.pass();
+        CHECK(co_await wait_until([&] { return s.state() == session_state::connected; }, 20s));
+        auto [rec, rl] = co_await sem.async_acquire(5s, tuple);
+        CHECK_FALSE(rec);  // the session works again, nothing was left behind
+        CHECK((co_await children_of(s, path)).size() == 1);
+        co_await rl.async_release();
+        co_await s.async_close();
     });
 }

@@ -325,7 +325,7 @@ TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter
         const std::string servers = server.connect_string();
         fault_proxy proxy{server.port()};
         session admin{ex, config_for(servers)};
-        session h{ex, config_for(proxy.connect_string(), 2000ms)};
+        session h{ex, config_for(proxy.connect_string(), 4000ms)};  // told at 3.6 s, expired at 4-4.2 s
         co_await connect(admin);
         co_await connect(h);
         const auto path = unique_path("interop-expiry");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -46,13 +47,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(hosts.front() != ',' && hosts.back() != ',' && hosts.find(",,") == std::string_view::npos);
     }
 
-    // A queue node that parses is exactly "<kind>-<16 hex>-<sequence>" and round-trips.
+    // A queue node that parses is zklock's "<kind>-<16 hex>-[marker]<sequence>" and round-trips,
+    // or another library's "...<marker><sequence>"; the sequence is ZooKeeper's %010d of an int32.
     if (auto n = parse_queue_node(in)) {
         FUZZ_CHECK(n->name == in);
-        FUZZ_CHECK(in.size() >= 29 && in.size() <= 32);
-        FUZZ_CHECK(in.starts_with(node_prefix(n->kind, n->id)));
         FUZZ_CHECK(n->kind == node_kind::exclusive || n->kind == node_kind::shared || n->kind == node_kind::permit);
-        FUZZ_CHECK(std::to_string(n->seq).size() <= in.size() - 19);
+        FUZZ_CHECK(n->seq >= -2147483648LL && n->seq <= 2147483647LL);
+        char seq[16];
+        std::snprintf(seq, sizeof seq, "%010lld", static_cast<long long>(n->seq));
+        FUZZ_CHECK(in.ends_with(seq));
+        if (n->library == lock_library::zklock) {
+            FUZZ_CHECK(n->id != 0 || in.substr(2, 16) == "0000000000000000");
+            const bool old_name = in.size() == 19 + std::strlen(seq);
+            const bool marked = in.starts_with(node_prefix(n->kind, n->id, false)) || in.starts_with(node_prefix(n->kind, n->id, true));
+            FUZZ_CHECK(old_name ? in.starts_with(node_prefix(n->kind, n->id).substr(0, 19)) : marked);
+        } else {
+            FUZZ_CHECK(n->id == 0);  // another library's node never carries one of our attempt ids
+            FUZZ_CHECK(n->kind != node_kind::permit);
+            const std::string_view head = in.substr(0, in.size() - std::strlen(seq));
+            FUZZ_CHECK(head.ends_with("lock-") || head.ends_with("__lock__") || head.ends_with("__rlock__") ||
+                       head.ends_with("__READ__") || head.ends_with("__WRIT__"));
+        }
     }
 
     // The bytes as a child list: the queue holds only parseable names, in sequence order.

@@ -92,6 +92,18 @@ TEST_CASE("queue node names round-trip and order by sequence")
     CHECK(parse_queue_node("r-00ab12cd34ef5678--2147483648")->seq == -2147483648LL);
     CHECK(parse_queue_node("r-00ab12cd34ef5678-__READ__-2147483648")->seq == -2147483648LL);
     CHECK(parse_queue_node("x-00ab12cd34ef5678-lock--000000001")->seq == -1);
+    // Every negative width after the 32-bit counter wrapped, old and new names, ours and foreign.
+    for (std::string seq : {"-000000001", "-999999999", "-1000000000", "-1500000000", "-2000000000", "-2147483647"}) {
+        CAPTURE(seq);
+        const std::int64_t want = std::stoll(seq);
+        for (std::string name : {"s-00ab12cd34ef5678-" + seq, "x-00ab12cd34ef5678-" + seq, "x-00ab12cd34ef5678-lock-" + seq,
+                                 "r-00ab12cd34ef5678-__READ__" + seq, "_c_u-lock-" + seq, "k__lock__" + seq}) {
+            CAPTURE(name);
+            auto v = parse_queue_node(name);
+            REQUIRE(v);
+            CHECK(v->seq == want);
+        }
+    }
     CHECK(parse_queue_node("_c_u-lock--000000001")->seq == -1);
     CHECK(parse_queue_node("_c_u-lock-0000000001")->seq == 1);
     // A reader's marker on an exclusive zklock name is not ours; Curator would take it for a reader.
@@ -160,6 +172,7 @@ TEST_CASE("attempt ids differ between a process and its fork() child (no generat
         const bool ok = ::write(fds[1], ids, sizeof ids) == static_cast<ssize_t>(sizeof ids);
         ::_exit(ok ? 0 : 1);
     }
+    ::close(fds[1]);  // a child that dies before writing gives EOF, not a hang
     std::uint64_t child[4] = {};
     std::set<std::uint64_t> mine;
     for (int i = 0; i < 4; ++i) mine.insert(new_attempt_id());
@@ -172,7 +185,6 @@ TEST_CASE("attempt ids differ between a process and its fork() child (no generat
     int status = 0;
     ::waitpid(pid, &status, 0);
     ::close(fds[0]);
-    ::close(fds[1]);
     REQUIRE(got == sizeof child);
     for (auto id : child) CHECK(mine.count(id) == 0);
 }
