@@ -90,13 +90,65 @@ scan_result scan_queue(const std::vector<std::string>& children, std::string_vie
 
 using ak = acquire_fsm::action_kind;
 
+std::string permit_count_data(std::uint32_t permits) { return "zklock-semaphore permits=" + std::to_string(permits); }
+
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
     : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id, policy.rw_names)),
-      try_only_(try_only)
+      try_only_(try_only), count_verified_(policy.kind != node_kind::permit || policy.count_known)
 {
 }
 
-acquire_fsm::action acquire_fsm::start() { return create(); }
+acquire_fsm::action acquire_fsm::start()
+{
+    if (policy_.kind == node_kind::permit && policy_.permits == 0) return finish(errc::invalid_argument);
+    return count_verified_ ? create() : read_count();
+}
+
+acquire_fsm::action acquire_fsm::read_count(error_code why)
+{
+    if (++count_tries_ > max_count_tries) return finish(why ? why : error_code(errc::permit_mismatch));
+    state_ = state::reading_count;
+    return {ak::read_count, dir_, {}, {}};
+}
+
+acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string& data, std::int32_t version)
+{
+    if (state_ != state::reading_count) return {};
+    if (!ec) {
+        if (data.empty()) {  // created as a parent by someone: store ours, if nobody does in between
+            state_ = state::claiming_count;
+            action a{ak::claim_count, dir_, {}, {}};
+            a.data = permit_count_data(policy_.permits);
+            a.version = version;
+            return a;
+        }
+        if (data != permit_count_data(policy_.permits)) return finish(errc::permit_mismatch);
+        count_verified_ = true;
+        return create();
+    }
+    if (ec == zk_errc::no_node) {
+        if (++parent_retries_ > max_parent_retries) return finish(ec);
+        state_ = state::creating_parents;
+        return {ak::create_parents, dir_, {}, {}};
+    }
+    if (is_retryable(ec)) return wait_connected(state::reading_count);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return finish(ec);
+}
+
+acquire_fsm::action acquire_fsm::on_count_claimed(error_code ec)
+{
+    if (state_ != state::claiming_count) return {};
+    if (!ec) {
+        count_verified_ = true;
+        return create();
+    }
+    // Someone wrote first, or the path went: read again.
+    if (ec == zk_errc::bad_version || ec == zk_errc::no_node) return read_count();
+    if (is_retryable(ec)) return wait_connected(state::reading_count);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return finish(ec);
+}
 
 acquire_fsm::action acquire_fsm::create()
 {
@@ -158,6 +210,9 @@ acquire_fsm::action acquire_fsm::on_create(error_code ec, std::string created_pa
     if (ec == zk_errc::no_node) {
         if (abort_) return finish(abort_);
         if (++parent_retries_ > max_parent_retries) return finish(ec);
+        // The lock path is gone (a container the server removed once empty): a semaphore stores
+        // its count again before queueing.
+        count_verified_ = policy_.kind != node_kind::permit;
         state_ = state::creating_parents;
         return {ak::create_parents, dir_, {}, {}};
     }
@@ -175,7 +230,7 @@ acquire_fsm::action acquire_fsm::on_parents_created(error_code ec)
 {
     if (state_ != state::creating_parents) return {};
     if (abort_) return finish(abort_);
-    if (!ec || ec == zk_errc::node_exists) return create();
+    if (!ec || ec == zk_errc::node_exists) return count_verified_ ? create() : read_count();
     if (is_retryable(ec)) {
         state_ = state::waiting_connected;
         resume_ = state::creating_parents;
@@ -356,6 +411,9 @@ acquire_fsm::action acquire_fsm::on_connected()
 {
     if (state_ != state::waiting_connected) return {};
     switch (resume_) {
+    case state::reading_count:
+        if (abort_) return finish(abort_);
+        return read_count(zk_errc::connection_loss);
     case state::creating_parents:
         if (abort_) return finish(abort_);
         state_ = state::creating_parents;
@@ -377,7 +435,14 @@ acquire_fsm::action acquire_fsm::on_cancel(error_code reason)
     if (state_ == state::done || abort_) return {};
     abort_ = reason;
     switch (state_) {
-    case state::idle: return finish(abort_);
+    case state::idle:
+    case state::reading_count:
+    case state::claiming_count:
+    case state::creating_parents: return finish(abort_);  // nothing of ours exists: the reply is ignored
+    case state::waiting_connected:
+        // Nothing of ours exists yet either: no need to wait for the connection.
+        if (resume_ == state::reading_count || resume_ == state::creating_parents) return finish(abort_);
+        return {};
     case state::waiting: return remove();
     default: return {};  // a request is in flight (or we wait for the connection): act on its outcome
     }

@@ -3,8 +3,7 @@
 #include "session_impl.hpp"
 
 #include <zklock/detail/acquire_fwd.hpp>
-#include <zklock/mutex.hpp>
-#include <zklock/shared_mutex.hpp>
+#include <zklock/basic_lock.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 
@@ -26,12 +25,19 @@ std::string default_owner_info()
     return host + ":" + std::to_string(::getpid());
 }
 
+queue_policy policy_of(const acquire_request& req)
+{
+    queue_policy p = req.policy;
+    p.count_known = p.count_known || (req.count_known && *req.count_known);
+    return p;
+}
+
 class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
-          fsm_(std::move(req.dir), req.policy, new_attempt_id(), req.try_only), timeout_(req.timeout),
-          timer_(s_->executor()), h_(std::move(h), s_->executor())
+          fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), timeout_(req.timeout),
+          timer_(s_->executor()), h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known))
     {
     }
 
@@ -40,25 +46,16 @@ public:
         in_initiation_ = true;
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
+        if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
         if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_.size());
         if (bad) {
             run(fsm_.on_cancel(bad));
             in_initiation_ = false;
             return;
         }
-        if (auto slot = h_.slot(); slot.is_connected()) {
-            std::weak_ptr<acquire_op> weak = weak_from_this();
-            slot.assign([weak, ex = s_->executor()](asio::cancellation_type t) {
-                if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                          asio::cancellation_type::total)) == asio::cancellation_type::none)
-                    return;
-                // Signals may be emitted from anywhere (another op's completion, another thread's
-                // strand): hop onto the session's executor and act from there.
-                asio::post(ex, [weak] {
-                    if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
-                });
-            });
-        }
+        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
+            if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
+        });
         if (timeout_) {
             timer_.expires_after(*timeout_);
             timer_.async_wait([weak = weak_from_this()](error_code ec) {
@@ -133,7 +130,7 @@ private:
         case ak::stat_node:
             s_->exists(a.path, nullptr, [self](error_code ec, std::optional<zklock::stat> st) {
                 if (!ec && !st) ec = zk_errc::no_node;
-                const bool ours = st && st->ephemeral_owner != 0 && st->ephemeral_owner == self->s_->session_id();
+                const bool ours = st && self->s_->owns(*st);
                 self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
             });
             break;
@@ -159,6 +156,16 @@ private:
             if (watch_) watch_->cancel_wait();
             s_->remove(a.path, -1, [self](error_code ec) { self->run(self->fsm_.on_removed(ec)); });
             break;
+        case ak::read_count:
+            s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
+                self->run(self->fsm_.on_count_read(ec, data, st.version));
+            });
+            break;
+        case ak::claim_count:
+            s_->set_data(a.path, a.data, a.version, [self](error_code ec, zklock::stat) {
+                self->run(self->fsm_.on_count_claimed(ec));
+            });
+            break;
         case ak::done: finish(a.ec); break;
         }
     }
@@ -169,7 +176,7 @@ private:
     {
         auto s = s_;
         s_->exists(path, nullptr, [s, path](error_code ec, std::optional<zklock::stat> st) {
-            if (ec || !st || st->ephemeral_owner == 0 || st->ephemeral_owner != s->session_id()) return;
+            if (ec || !st || !s->owns(*st)) return;
             // Any version: ownership is proven, and a sequential name is never reused (anyone may
             // have written into the node, which would fail a versioned delete).
             s->remove(path, -1, [](error_code) {});
@@ -213,10 +220,11 @@ private:
         watch_.reset();
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
+        if (count_known_ && fsm_.count_verified()) *count_known_ = true;
         lease result;
         if (!ec) {
             auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_);
-            s_->add_lease(ls);
+            s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
             result = lease(std::move(ls));
@@ -237,6 +245,7 @@ private:
     std::uint64_t generation_ = 0;
     bool in_initiation_ = false;
     bool waiting_session_ = false;
+    std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
 };
 
 }  // namespace
@@ -250,7 +259,6 @@ void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, le
 
 namespace zklock {
 
-mutex::executor_type mutex::get_executor() const noexcept { return s_->executor(); }
-shared_mutex::executor_type shared_mutex::get_executor() const noexcept { return s_->executor(); }
+basic_lock::executor_type basic_lock::get_executor() const noexcept { return s_->executor(); }
 
 }  // namespace zklock

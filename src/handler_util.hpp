@@ -73,21 +73,35 @@ private:
     handler<Args...> h_;
 };
 
-/// Terminal cancellation of a wait that has no side effect to undo: completes the handler at once
-/// with operation_aborted (on the session's executor); whatever completes later finds it empty.
-template <class... Rest>
-void allow_terminal_cancel(const std::shared_ptr<stored_handler<error_code, Rest...>>& sh, const asio::any_io_executor& ex)
+/// Every operation of zklock honours all three cancellation types (terminal, partial, total) the
+/// same way: it undoes what it did, so nothing partial is left behind.
+inline bool is_cancellation(asio::cancellation_type t) noexcept
 {
-    auto slot = sh->slot();
+    return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) !=
+           asio::cancellation_type::none;
+}
+
+/// Connects the handler's cancellation slot, if it has one, to `on_cancel`, which runs posted to
+/// `ex` (the session's executor): a signal may be emitted from anywhere (another operation's
+/// completion, another thread's strand). `on_cancel` is copied for each signal; it should hold
+/// the operation weakly.
+template <class... Args, class F>
+void on_cancellation(const stored_handler<Args...>& h, const asio::any_io_executor& ex, F on_cancel)
+{
+    auto slot = h.slot();
     if (!slot.is_connected()) return;
-    std::weak_ptr<stored_handler<error_code, Rest...>> weak = sh;
-    slot.assign([weak, ex](asio::cancellation_type t) {
-        if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) ==
-            asio::cancellation_type::none)
-            return;
-        asio::post(ex, [weak] {
-            if (auto h = weak.lock(); h && *h) h->complete(asio::error::operation_aborted, Rest{}...);
-        });
+    slot.assign([ex, on_cancel = std::move(on_cancel)](asio::cancellation_type t) {
+        if (is_cancellation(t)) asio::post(ex, on_cancel);
+    });
+}
+
+/// Cancellation of a wait that has no side effect to undo: completes the handler at once with
+/// operation_aborted (on the session's executor); whatever completes later finds it empty.
+template <class... Rest>
+void allow_cancel(const std::shared_ptr<stored_handler<error_code, Rest...>>& sh, const asio::any_io_executor& ex)
+{
+    on_cancellation(*sh, ex, [weak = std::weak_ptr(sh)] {
+        if (auto h = weak.lock(); h && *h) h->complete(asio::error::operation_aborted, Rest{}...);
     });
 }
 

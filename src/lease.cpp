@@ -232,18 +232,11 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
     // only while our node exists, whatever this process believes about the lease.
     ops.insert(ops.begin(), multi_op::check(s->node(), -1));
     auto sh = std::make_shared<stored_handler<error_code, results>>(std::move(h), s->session()->executor());
-    const std::size_t n = ops.size() - 1;
-    s->session()->multi(ops, [s, sh, n](error_code ec, results r) {
-        // Per-op results exist only when the server answered the transaction; after a connection
-        // loss, a session error or a refusal before sending, every result carries that error.
-        const bool answered = ec.category() == zookeeper_category() && !is_retryable(ec) && ec != zk_errc::session_expired &&
-                              ec != zk_errc::closing && r.size() == n + 1;
-        const bool node_gone = answered && r.front().ec == zk_errc::no_node;
+    s->session()->multi(ops, [s, sh](error_code ec, results r) {
+        // The session reports per-op results only when the server answered the transaction (else
+        // each carries the request's error): a failed check means our node is gone.
+        const bool node_gone = !r.empty() && r.front().ec == zk_errc::no_node;
         if (!r.empty()) r.erase(r.begin());
-        if (ec && !answered) {
-            r.assign(n, multi_result{});
-            for (auto& x : r) x.ec = ec;
-        }
         if (node_gone) {
             s->node_gone();
             ec = s->status() == lease_status::released ? error_code(errc::already_released) : error_code(errc::lock_lost);
@@ -261,7 +254,7 @@ void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
     if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
     if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
-    allow_terminal_cancel(sh, s->session()->executor());
+    allow_cancel(sh, s->session()->executor());
     s->wait_lost([sh](error_code ec) {
         if (*sh) sh->complete(ec);
     });
@@ -274,7 +267,7 @@ void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code
     if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
     if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
-    allow_terminal_cancel(sh, s->session()->executor());
+    allow_cancel(sh, s->session()->executor());
     s->wait_revocation([sh](error_code ec) {
         if (*sh) sh->complete(ec);
     });
@@ -284,7 +277,7 @@ void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, le
 {
     if (!s) return post_now<error_code, lease_status>(s, std::move(h), errc::already_released, lease_status::released);
     auto sh = std::make_shared<stored_handler<error_code, lease_status>>(std::move(h), s->session()->executor());
-    allow_terminal_cancel(sh, s->session()->executor());
+    allow_cancel(sh, s->session()->executor());
     s->wait_status([sh](error_code ec, lease_status st) {
         if (*sh) sh->complete(ec, st);
     });

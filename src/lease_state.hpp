@@ -12,15 +12,16 @@
 
 namespace zklock::detail {
 
-class lease_state : public std::enable_shared_from_this<lease_state> {
+class lease_state final : public session_observer, public std::enable_shared_from_this<lease_state> {
 public:
     lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation);
 
     /// `adopted`: the data watch the acquire kept on our node while it waited, if any (it becomes
     /// ours at no cost); `revoke_seen`: that watch read a revocation request.
     void start(std::shared_ptr<watch_state> adopted, bool revoke_seen);
-    void on_session_state(session_state st, std::uint64_t generation);
-    void on_presumed_expired();
+    // session_observer: the session tells us of suspension, reconnection and loss.
+    void on_session_state(session_state st, std::uint64_t generation) override;
+    void on_presumed_expired() override;
     /// Deletes the node (retried across connection loss). `cb` may be empty (background release).
     void release(unique_function<void(error_code)> cb);
 

@@ -1,17 +1,14 @@
-// multi_lock: the single acquires in canonical order, as one coroutine.
+// multi_lock: the single acquires in canonical order, then (on failure) the releases, as one
+// operation object driven by the completions of its steps, like acquire_op.
 #include "deadline.hpp"
 #include "handler_util.hpp"
 #include "session_impl.hpp"
 
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/multi_lock.hpp>
-#include <zklock/semaphore.hpp>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <algorithm>
 #include <numeric>
@@ -20,98 +17,139 @@ namespace zklock::detail {
 
 namespace {
 
-using result = std::pair<error_code, std::vector<lease>>;
-using clock = std::chrono::steady_clock;
-
-result failed(error_code ec) { return result(ec, std::vector<lease>()); }
-
-template <class Token>
-auto acquire_one(const session_ptr& s, const lock_spec& spec, const lock_options& o, bool try_only,
-                 std::optional<clock::duration> t, Token&& token)
+queue_policy policy_of(const lock_spec& spec)
 {
-    queue_policy policy{spec.type == lock_spec::kind::shared   ? node_kind::shared
-                        : spec.type == lock_spec::kind::permit ? node_kind::permit
-                                                               : node_kind::exclusive,
-                        spec.permits, spec.type == lock_spec::kind::writer};
-    acquire_request req{spec.path, policy, try_only, t, o.owner_info};
-    return asio::async_initiate<Token, void(error_code, lease)>(
-        [](auto h, session_ptr sp, acquire_request r) {
-            if (r.policy.kind == node_kind::permit) initiate_semaphore_acquire(std::move(sp), std::move(r), std::move(h));
-            else initiate_acquire(std::move(sp), std::move(r), std::move(h));
-        },
-        token, s, std::move(req));
-}
-
-asio::awaitable<result> acquire_all(session_ptr s, std::vector<lock_spec> specs, lock_options o,
-                                    std::optional<clock::duration> timeout)
-{
-    // Honour every cancellation type (each single acquire undoes itself; we undo the rest), and
-    // keep awaiting the releases after a cancellation.
-    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-    co_await asio::this_coro::throw_if_cancelled(false);
-
-    std::vector<std::size_t> order(specs.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return std::tie(specs[a].path, specs[a].type) < std::tie(specs[b].path, specs[b].type);
-    });
-    std::vector<lease> taken(specs.size());
-    if (specs.empty()) co_return failed(errc::invalid_argument);
-    for (std::size_t i = 1; i < order.size(); ++i)
-        if (specs[order[i]].path == specs[order[i - 1]].path) co_return failed(errc::invalid_argument);
-
-    // A timeout <= 0 means "try once", as for the single locks: each lock is tried once, all or
-    // nothing. Otherwise one deadline (saturated: duration::max() never overflows) covers the set.
-    const bool try_only = timeout && *timeout <= clock::duration::zero();
-    const auto deadline = timeout && !try_only ? std::optional(deadline_after(*timeout)) : std::nullopt;
-    error_code failure;
-    for (std::size_t idx : order) {
-        std::optional<clock::duration> left;
-        if (deadline) {
-            left = time_left(*deadline);
-            if (*left <= clock::duration::zero()) {
-                failure = errc::timeout;
-                break;
-            }
-        }
-        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
-            failure = asio::error::operation_aborted;
-            break;
-        }
-        auto [ec, l] = co_await acquire_one(s, specs[idx], o, try_only, left, asio::as_tuple(asio::use_awaitable));
-        if (ec) {
-            failure = ec;
-            break;
-        }
-        taken[idx] = std::move(l);
+    switch (spec.type) {
+    case lock_spec::kind::shared: return {node_kind::shared, 1};
+    case lock_spec::kind::permit: return {node_kind::permit, spec.permits};
+    case lock_spec::kind::writer: return {node_kind::exclusive, 1, true};
+    case lock_spec::kind::exclusive: break;
     }
-    if (!failure) co_return result(error_code(), std::move(taken));
-    for (auto& l : taken)
-        if (l.owns_lock()) co_await l.async_release(asio::as_tuple(asio::use_awaitable));
-    co_return failed(failure);
+    return {node_kind::exclusive, 1};
 }
+
+class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
+public:
+    using results = std::vector<lease>;
+
+    multi_acquire_op(session_ptr s, std::vector<lock_spec> specs, lock_options options,
+                     std::optional<steady::duration> timeout, handler<error_code, results> h)
+        : s_(std::move(s)), specs_(std::move(specs)), options_(std::move(options)), h_(std::move(h), s_->executor()),
+          taken_(specs_.size())
+    {
+        // A timeout <= 0 means "try once", as for the single locks: each lock is tried once, all or
+        // nothing. Otherwise one deadline (saturated: duration::max() never overflows) covers the set.
+        try_only_ = timeout && *timeout <= steady::duration::zero();
+        if (timeout && !try_only_) deadline_ = deadline_after(*timeout);
+    }
+
+    void start()
+    {
+        order_.resize(specs_.size());
+        std::iota(order_.begin(), order_.end(), std::size_t{0});
+        std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+            return std::tie(specs_[a].path, specs_[a].type) < std::tie(specs_[b].path, specs_[b].type);
+        });
+        bool bad = specs_.empty();
+        for (std::size_t i = 1; i < order_.size(); ++i) bad = bad || specs_[order_[i]].path == specs_[order_[i - 1]].path;
+        if (bad) return h_.post(errc::invalid_argument, results());
+        // Every cancellation type, the same way: the acquire in flight undoes itself (it gets the
+        // signal), and we release what was taken.
+        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
+            if (auto self = weak.lock()) self->cancel();
+        });
+        in_initiation_ = true;
+        step();
+        in_initiation_ = false;
+    }
+
+private:
+    void step()
+    {
+        if (next_ == order_.size()) return complete({});
+        std::optional<steady::duration> left;
+        if (deadline_) {
+            left = time_left(*deadline_);
+            if (*left <= steady::duration::zero()) return fail(errc::timeout);
+        }
+        const std::size_t idx = order_[next_];
+        acquire_request req{specs_[idx].path, policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr};
+        acquiring_ = true;
+        initiate_acquire(s_, std::move(req),
+                         asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {
+                             self->on_acquired(idx, ec, std::move(l));
+                         }));
+    }
+
+    void on_acquired(std::size_t idx, error_code ec, lease l)
+    {
+        acquiring_ = false;
+        if (ec) return fail(ec);
+        taken_[idx] = std::move(l);
+        ++next_;
+        if (cancelled_) return fail(asio::error::operation_aborted);
+        step();
+    }
+
+    void cancel()
+    {
+        if (cancelled_ || failure_ || done_) return;
+        cancelled_ = true;
+        if (acquiring_) child_.emit(asio::cancellation_type::total);  // it completes with operation_aborted
+        // Between steps nothing is in flight: step() runs only from on_acquired, which sees cancelled_.
+    }
+
+    // Releases what was taken, then completes with `ec`.
+    void fail(error_code ec)
+    {
+        failure_ = ec;
+        auto self = shared_from_this();
+        for (auto& l : taken_) {
+            if (!l.owns_lock()) continue;
+            ++releasing_;
+            l.async_release([self](error_code) {
+                if (--self->releasing_ == 0) self->complete(self->failure_);
+            });
+        }
+        if (releasing_ == 0) complete(failure_);
+    }
+
+    void complete(error_code ec)
+    {
+        if (done_) return;
+        done_ = true;
+        results r;
+        if (!ec) r = std::move(taken_);
+        if (in_initiation_) h_.post(ec, std::move(r));
+        else h_.complete(ec, std::move(r));
+    }
+
+    session_ptr s_;
+    std::vector<lock_spec> specs_;
+    lock_options options_;
+    stored_handler<error_code, results> h_;
+    std::vector<lease> taken_;  // in the order of specs_
+    std::vector<std::size_t> order_;
+    std::size_t next_ = 0;      // into order_
+    bool try_only_ = false;
+    std::optional<steady::time_point> deadline_;
+    asio::cancellation_signal child_;  // to the single acquire in flight
+    bool acquiring_ = false;
+    bool cancelled_ = false;
+    bool done_ = false;
+    bool in_initiation_ = false;
+    error_code failure_;
+    std::size_t releasing_ = 0;
+};
 
 }  // namespace
 
 void initiate_multi_acquire(session_ptr s, std::vector<lock_spec> specs, lock_options options,
-                            std::optional<clock::duration> timeout, handler<error_code, std::vector<lease>> h)
+                            std::optional<std::chrono::steady_clock::duration> timeout,
+                            handler<error_code, std::vector<lease>> h)
 {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto sh = std::make_shared<stored_handler<error_code, std::vector<lease>>>(std::move(h), s->executor());
-    auto ex = s->executor();
-    asio::co_spawn(ex, acquire_all(std::move(s), std::move(specs), std::move(options), timeout),
-                   asio::bind_cancellation_slot(slot, [sh](std::exception_ptr e, result r) {
-                       if (e) {
-                           try {
-                               std::rethrow_exception(e);
-                           } catch (const boost::system::system_error& se) {
-                               return sh->complete(se.code(), std::vector<lease>());
-                           } catch (...) {
-                               return sh->complete(errc::invalid_argument, std::vector<lease>());
-                           }
-                       }
-                       sh->complete(r.first, std::move(r.second));
-                   }));
+    std::make_shared<multi_acquire_op>(std::move(s), std::move(specs), std::move(options), timeout, std::move(h))
+        ->start();
 }
 
 }  // namespace zklock::detail

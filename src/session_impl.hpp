@@ -1,6 +1,16 @@
 // The ZooKeeper bridge: one zhandle_t of the single-threaded C client, driven by the Asio reactor.
 //
-// How it runs:
+// The session is split along its seams:
+//   session_fsm.{hpp,cpp}     its state (sans-io): states, generations, presumed expiry, and what
+//                             becomes of those waiting for a connection
+//   zk_requests.{hpp,cpp}     the C client's side: request objects and the C callbacks
+//   session_io.cpp            the reactor loop (below)
+//   watch_table.{hpp,cpp}     one-shot watches and the table of those the server holds for us
+//   close_service.{hpp,cpp}   the thread the C client's blocking close runs on
+//   session_impl.cpp          this class: events, connect and close, the requests
+//   session.cpp               the public zklock::session and its type-erased entry points
+//
+// The reactor loop:
 //  * zookeeper_interest() says which fd, which events, and by when the client must run again
 //    (pings, connect timeouts). We wait for those events on a posix::stream_descriptor (released,
 //    never closed: the C client owns the socket) and for the deadline on a steady_timer.
@@ -9,10 +19,14 @@
 //    code and no recipe step ever runs inside the C client.
 //  * After every request sent and every event, interest is asked again.
 //
-// Everything here runs on the session's executor.
+// Everything here runs on the session's executor. Whatever must hear of the session's state
+// (leases) subscribes as a session_observer: the bridge knows nothing of the recipes.
 #pragma once
 
 #include "handler_util.hpp"
+#include "session_fsm.hpp"
+#include "watch_table.hpp"
+#include "zk_requests.hpp"
 
 #include <zklock/config.hpp>
 #include <zklock/detail/unique_function.hpp>
@@ -26,73 +40,57 @@
 #include <chrono>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace zklock::detail {
 
-/// A request (or watcher event) whose C callback has run: completes on the session's executor.
-struct c_event {
-    virtual ~c_event() = default;
-    virtual void complete() = 0;
-    std::size_t bytes = 0;  ///< payload held until complete() (listings): bounds the read drain
-};
+class close_service;
 
-/// Shared state of a one-shot watch.
-class watch_state {
+/// Told of the session's state changes, on the session's executor.
+class session_observer {
 public:
-    explicit watch_state(asio::any_io_executor ex) : ex_(std::move(ex)) {}
-    void fire(error_code ec, watch_event ev);
-    /// Internal waiter (runs on the session executor); one at a time.
-    void wait(unique_function<void(error_code, watch_event)> cb);
-    void cancel_wait();
-    bool fired() const noexcept { return result_.has_value(); }
-    bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
-    const asio::any_io_executor& executor() const noexcept { return ex_; }
+    virtual void on_session_state(session_state st, std::uint64_t generation) = 0;
+    /// Cut off for (nearly) the session timeout: the server has presumably expired the session.
+    virtual void on_presumed_expired() = 0;
 
-private:
-    asio::any_io_executor ex_;
-    std::optional<std::pair<error_code, watch_event>> result_;
-    unique_function<void(error_code, watch_event)> waiter_;
+protected:
+    ~session_observer() = default;
 };
-
-class lease_state;
-
-enum class watch_kind { data, exist, child };
 
 class session_impl : public std::enable_shared_from_this<session_impl> {
 public:
     using clock = std::chrono::steady_clock;
-    using void_cb = unique_function<void(error_code)>;
-    using create_cb = unique_function<void(error_code, std::string, zklock::stat)>;
-    using stat_cb = unique_function<void(error_code, std::optional<zklock::stat>)>;
-    using data_cb = unique_function<void(error_code, std::string, zklock::stat)>;
-    using children_cb = unique_function<void(error_code, std::vector<std::string>)>;
-    using multi_cb = unique_function<void(error_code, std::vector<multi_result>)>;
 
     session_impl(asio::any_io_executor ex, session_config cfg);
     ~session_impl();
 
     const asio::any_io_executor& executor() const noexcept { return ex_; }
     const session_config& config() const noexcept { return cfg_; }
-    session_state state() const noexcept { return state_; }
-    std::uint64_t generation() const noexcept { return generation_; }
-    std::int64_t session_id() const noexcept;
-    std::chrono::milliseconds negotiated_timeout() const noexcept { return negotiated_; }
+    session_state state() const noexcept { return fsm_.state(); }
+    std::uint64_t generation() const noexcept { return fsm_.generation(); }
+    std::int64_t session_id() const noexcept { return fsm_.session_id(); }
+    std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }
+    /// Whether a node's ephemeralOwner is this session (as it is now).
+    bool owns(const zklock::stat& st) const noexcept { return st.ephemeral_owner != 0 && st.ephemeral_owner == session_id(); }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }
     /// errc::request_too_large if a request with this much path and data would exceed
     /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
     error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
 
-    void connect(void_cb cb);
-    void close(void_cb cb);   // async: zookeeper_close on a helper thread when connected
-    void close_now();         // from the session's destructor
+    /// Completes once connected (posted if that is known now). Returns an id for cancel_connect,
+    /// 0 if the outcome was known at once.
+    std::uint64_t connect(void_cb cb);
+    /// Completes that connect with operation_aborted; the last one abandons an attempt that has
+    /// not connected yet.
+    void cancel_connect(std::uint64_t id);
+    /// The session is closed at once; the C client's close (which waits for the server's answer)
+    /// runs on the close_service's thread, and `cb` completes (posted) after it.
+    void close(void_cb cb);
 
     /// Completes at the next state change.
     void wait_state_change(unique_function<void(error_code, session_state)> cb);
-    /// Completes (posted) once connected within ZooKeeper session `generation`; with
+    /// Completes (posted) once connected within ZooKeeper session `generation` (0: any); with
     /// errc::session_expired if that session is gone, errc::session_closed after close.
     void wait_connected(std::uint64_t generation, void_cb cb);
 
@@ -102,8 +100,7 @@ public:
     void remove(const std::string& path, std::int32_t version, void_cb cb);
     void exists(const std::string& path, std::shared_ptr<watch_state> w, stat_cb cb);
     void get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb);
-    void set_data(const std::string& path, std::string_view data, std::int32_t version,
-                  unique_function<void(error_code, zklock::stat)> cb);
+    void set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb);
     void get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb);
     void multi(const std::vector<multi_op>& ops, multi_cb cb);
     /// Creates "/a", "/a/b", ... up to `dir` as container nodes (the server removes them again
@@ -112,44 +109,43 @@ public:
 
     std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(ex_); }
 
-    // Leases are told of suspension, reconnection and loss of the session.
-    void add_lease(const std::shared_ptr<lease_state>& l);
+    /// `o` hears of every state change from now on, for as long as it lives.
+    void subscribe(std::weak_ptr<session_observer> o);
 
-    // For the C callbacks.
+    // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
     void on_watcher(int type, int zstate, std::string path);
     void register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w);
 
 private:
+    // session_impl.cpp
     void start_handle();
+    void apply(const session_effects& e);
+    void notify_observers();
+    void close_handle_inline();
+    /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
+    std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
+    template <class Req> void refuse(std::unique_ptr<Req> r, error_code ec);
+    template <class Req> void submit(std::unique_ptr<Req> r, int rc);
+    error_code no_handle_error() const;
+
+    // session_io.cpp: the reactor loop
     void drive();
     void process(int events);
     void run_completions();
     void schedule_completions();
+    void after_process();
     void update_fd(int fd);
     void arm_timer(clock::time_point when);
-    void set_state(session_state s);
-    void on_connected();
-    void on_suspended();
-    void on_expired();
-    void after_process();
-    void fail_connect_waiters(error_code ec);
-    void fail_connected_waiters(error_code ec);
     void release_io();
     zhandle_t* detach_handle();
-    void close_handle_inline();
-    /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
-    std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
-    void deliver_watch(std::unordered_map<std::string, std::vector<std::weak_ptr<watch_state>>>& table,
-                       const std::string& path, watch_event ev);
-    void fail_all_watches(error_code ec);
-    void notify_leases();
-    template <class Req> bool submit(std::unique_ptr<Req>& r, int rc);
-    error_code no_handle_error() const;
 
     asio::any_io_executor ex_;
     session_config cfg_;
+    session_fsm fsm_;
     zhandle_t* zh_ = nullptr;
+
+    // the reactor loop
     asio::posix::stream_descriptor desc_;
     int fd_ = -1;
     ino_t fd_inode_ = 0;
@@ -159,27 +155,27 @@ private:
     asio::steady_timer timer_;
     bool timer_waiting_ = false;
     clock::time_point timer_deadline_{};
-    asio::steady_timer connect_timer_;
-    asio::steady_timer suspend_timer_;
     bool in_process_ = false;
     bool completions_posted_ = false;
-    bool restart_pending_ = false;
+    bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;
-
-    session_state state_ = session_state::disconnected;
-    std::uint64_t generation_ = 0;
-    std::int64_t last_session_id_ = 0;
-    std::chrono::milliseconds negotiated_{0};
-    clock::time_point last_heard_{};  // last time the server's bytes reached us
-
     std::deque<std::unique_ptr<c_event>> completed_;
     std::size_t completed_bytes_ = 0;  // payload of completed_ (see process())
-    std::vector<void_cb> connect_waiters_;
+
+    // the state's timers and waiters
+    asio::steady_timer connect_timer_;
+    asio::steady_timer presume_timer_;
+    std::uint64_t next_connect_id_ = 0;
+    std::vector<std::pair<std::uint64_t, void_cb>> connect_waiters_;
     std::vector<std::pair<std::uint64_t, void_cb>> connected_waiters_;
     std::vector<unique_function<void(error_code, session_state)>> state_waiters_;
-    using watch_table = std::unordered_map<std::string, std::vector<std::weak_ptr<watch_state>>>;
-    watch_table data_watches_, exist_watches_, child_watches_;
-    std::vector<std::weak_ptr<lease_state>> leases_;
+    watch_table watches_;
+    std::vector<std::weak_ptr<session_observer>> observers_;
+    bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
+
+    // Last: the service must come after the reactor that desc_ and the timers register (see the
+    // constructor).
+    close_service& closer_;
 };
 
 }  // namespace zklock::detail

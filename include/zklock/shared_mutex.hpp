@@ -9,76 +9,50 @@
 // path exclude each other as a writer would.
 #pragma once
 
-#include <zklock/config.hpp>
-#include <zklock/detail/acquire_fwd.hpp>
-#include <zklock/lease.hpp>
-#include <zklock/session.hpp>
+#include <zklock/basic_lock.hpp>
 
-#include <chrono>
 #include <string>
 
 namespace zklock {
 
-/// A readers/writer lock bound to a session and a path. Everything said of mutex::async_acquire
-/// (completion signature, executor, the per-state cancellation table, errors, lifetimes, thread
-/// safety) holds for each acquire here.
-class shared_mutex {
+/// A readers/writer lock bound to a session and a path.
+///
+/// The write side is basic_lock's: async_acquire(timeout, token), async_acquire(token),
+/// async_try_acquire(token). The read side mirrors it: async_acquire_shared(timeout, token),
+/// async_acquire_shared(token), async_try_acquire_shared(token). Everything basic_lock documents
+/// (completion signature void(error_code, lease), executor, the per-state cancellation table,
+/// errors, lifetimes, thread safety) holds for each of them.
+class shared_mutex : public basic_lock {
 public:
-    using executor_type = asio::any_io_executor;
-    using duration = std::chrono::steady_clock::duration;
-
     /// `options` applies to every acquire made through this object.
     /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
-    shared_mutex(session& s, std::string path) : s_(s.impl()), path_(std::move(path)) {}
+    shared_mutex(session& s, std::string path) : shared_mutex(s, std::move(path), lock_options{}) {}
     shared_mutex(session& s, std::string path, lock_options options)
-        : s_(s.impl()), path_(std::move(path)), options_(std::move(options))
+        : basic_lock(s, std::move(path), std::move(options), {detail::node_kind::exclusive, 1, true})
     {
     }
 
-    executor_type get_executor() const noexcept;
-    const std::string& path() const noexcept { return path_; }
-
-    /// Exclusive (write) acquire. Completion: void(error_code, lease).
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
-    auto async_acquire(duration timeout, Token&& token = {})
-    {
-        return detail::async_acquire(s_, path_, writer, options_, false, timeout, std::forward<Token>(token));
-    }
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
-    auto async_acquire(Token&& token = {})
-    {
-        return detail::async_acquire(s_, path_, writer, options_, false, std::nullopt, std::forward<Token>(token));
-    }
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
-    auto async_try_acquire(Token&& token = {})
-    {
-        return detail::async_acquire(s_, path_, writer, options_, true, std::nullopt, std::forward<Token>(token));
-    }
-
-    /// Shared (read) acquire. Completion: void(error_code, lease).
+    /// Shared (read) acquire, waiting at most `timeout` (<= 0: try). See basic_lock::async_acquire.
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire_shared(duration timeout, Token&& token = {})
     {
-        return detail::async_acquire(s_, path_, reader, options_, false, timeout, std::forward<Token>(token));
+        return initiate(reader, false, timeout, std::forward<Token>(token));
     }
+    /// Shared (read) acquire, waiting until granted or cancelled.
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire_shared(Token&& token = {})
     {
-        return detail::async_acquire(s_, path_, reader, options_, false, std::nullopt, std::forward<Token>(token));
+        return initiate(reader, false, std::nullopt, std::forward<Token>(token));
     }
+    /// Shared (read) acquire, only if no writer holds or waits ahead now (errc::would_block).
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_try_acquire_shared(Token&& token = {})
     {
-        return detail::async_acquire(s_, path_, reader, options_, true, std::nullopt, std::forward<Token>(token));
+        return initiate(reader, true, std::nullopt, std::forward<Token>(token));
     }
 
 private:
-    static constexpr detail::queue_policy writer{detail::node_kind::exclusive, 1, true};
     static constexpr detail::queue_policy reader{detail::node_kind::shared, 1};
-
-    detail::session_ptr s_;
-    std::string path_;
-    lock_options options_;
 };
 
 }  // namespace zklock

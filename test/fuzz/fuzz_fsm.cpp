@@ -57,7 +57,7 @@ const bool trace = std::getenv("ZKLOCK_FUZZ_TRACE") != nullptr;
 const char* kind_name(ak k)
 {
     static const char* names[] = {"none", "create", "create_parents", "list", "stat_node", "watch",
-                                  "wait_event", "wait_connected", "remove", "done"};
+                                  "wait_event", "wait_connected", "remove", "read_count", "claim_count", "done"};
     return names[static_cast<int>(k)];
 }
 
@@ -81,6 +81,9 @@ public:
           prefix_(node_prefix(policy_.kind, me_))
     {
         if (dir_exists_) {
+            // The lock path's data: empty, our permit count, or another count.
+            const unsigned d = in_.pick(4);
+            dir_data_ = d == 0 ? "" : d == 3 ? permit_count_data(policy_.permits + 1) : permit_count_data(policy_.permits);
             const unsigned others = in_.pick(6);
             for (unsigned k = 0; k < others; ++k) add_other();
         }
@@ -100,7 +103,7 @@ private:
         switch (b % 3) {
         case 0: return {node_kind::exclusive, 1};
         case 1: return {node_kind::shared, 1};
-        default: return {node_kind::permit, 1 + (b / 3) % 3};
+        default: return {node_kind::permit, 1 + (b / 3) % 3, false, (b / 9) % 2 == 0};  // count known or not
         }
     }
 
@@ -175,6 +178,11 @@ private:
         case ak::create:
             FUZZ_CHECK(a.path == path(prefix_));
             FUZZ_CHECK(session_dead_ || ours_count() == 0);  // never a second node of ours
+            FUZZ_CHECK(fsm_.count_verified());  // a semaphore queues only under a verified count
+            break;
+        case ak::claim_count:
+            FUZZ_CHECK(policy_.kind == node_kind::permit);
+            FUZZ_CHECK(a.data == permit_count_data(policy_.permits));
             break;
         case ak::remove:
             FUZZ_CHECK(ours_ever_.count(a.path));  // never removes what it does not own
@@ -194,6 +202,9 @@ private:
                 while (idx < q.size() && path(q[idx].name) != own) ++idx;
                 FUZZ_CHECK(idx < q.size());
                 FUZZ_CHECK(evaluate(q, idx, policy_).acquired);  // the queue grants it
+                // A permit is granted only under our count (verified now, or by an earlier acquire).
+                if (policy_.kind == node_kind::permit && !policy_.count_known)
+                    FUZZ_CHECK(count_seen_ || dir_data_ == permit_count_data(policy_.permits));
             } else if (!session_dead_) {
                 FUZZ_CHECK(ours_count() == 0);  // nothing left behind
             }
@@ -210,6 +221,8 @@ private:
         const auto kind = pending_.kind;
         const std::string p = pending_.path;
         const bool watch_own = pending_.watch_own;
+        pending_version_ = pending_.version;
+        claim_data_ = pending_.data;
         if (kind == ak::none || kind == ak::done) return;
         if (kind == ak::wait_event) {  // nothing to reply: the watched node's owner lets go
             if (session_dead_) return feed(fsm_.on_session_lost(errc::session_expired), true);
@@ -226,6 +239,8 @@ private:
             case ak::watch: return feed(fsm_.on_watch_set(zk_expired), true);
             case ak::wait_connected: return feed(fsm_.on_session_lost(errc::session_expired), true);
             case ak::remove: return feed(fsm_.on_removed(zk_expired), true);
+            case ak::read_count: return feed(fsm_.on_count_read(zk_expired, "", 0), true);
+            case ak::claim_count: return feed(fsm_.on_count_claimed(zk_expired), true);
             default: return;
             }
         }
@@ -249,7 +264,11 @@ private:
             return feed(fsm_.on_create(ok, created, czxid, ok, names()), true);
         }
         case ak::create_parents:
-            if (apply) dir_exists_ = true;
+            if (apply && !dir_exists_) {
+                dir_exists_ = true;
+                dir_data_.clear();
+                dir_version_ = 0;
+            }
             return feed(fsm_.on_parents_created(lost ? loss : ok), true);
         case ak::list:
             if (lost) return feed(fsm_.on_children(loss, {}), true);
@@ -273,6 +292,22 @@ private:
             }
             return feed(fsm_.on_watch_set(zk_errc::no_node), true);
         case ak::wait_connected: return feed(fsm_.on_connected(), true);
+        case ak::read_count:
+            if (lost) return feed(fsm_.on_count_read(loss, "", 0), true);
+            if (!dir_exists_) return feed(fsm_.on_count_read(zk_errc::no_node, "", 0), true);
+            if (dir_data_ == permit_count_data(policy_.permits)) count_seen_ = true;
+            return feed(fsm_.on_count_read(ok, dir_data_, dir_version_), true);
+        case ak::claim_count: {
+            error_code ec;
+            if (!dir_exists_) ec = zk_errc::no_node;
+            else if (pending_version_ != dir_version_) ec = zk_errc::bad_version;
+            else if (apply) {
+                dir_data_ = claim_data_;
+                ++dir_version_;
+                count_seen_ = true;
+            }
+            return feed(fsm_.on_count_claimed(lost ? loss : ec), true);
+        }
         case ak::remove: {
             FUZZ_CHECK(p.starts_with(path(prefix_)));
             const bool existed = exists(p);
@@ -329,8 +364,15 @@ private:
             cancelled_ = true;
             feed(fsm_.on_cancel(in_.pick(2) ? error_code(boost::asio::error::operation_aborted) : error_code(errc::timeout)));
             break;
-        case 14:  // the container is reclaimed once empty
-            if (dir_exists_ && kids_.empty()) dir_exists_ = false;
+        case 14:  // the container is reclaimed once empty (its data with it); or someone writes its data
+            if (dir_exists_ && kids_.empty() && in_.pick(2)) {
+                dir_exists_ = false;
+                dir_data_.clear();
+                dir_version_ = 0;
+            } else if (dir_exists_ && in_.pick(2)) {
+                dir_data_ = in_.pick(2) ? permit_count_data(policy_.permits) : permit_count_data(policy_.permits + 1);
+                ++dir_version_;
+            }
             break;
         default: reply(e < 4 ? in_.pick(pending_.kind == ak::create ? 4 : 3) : 0); break;
         }
@@ -360,6 +402,8 @@ private:
         feed(fsm_.on_connected());
         feed(fsm_.on_own_deleted());
         feed(fsm_.on_removed(ok));
+        feed(fsm_.on_count_read(ok, "", 0));
+        feed(fsm_.on_count_claimed(ok));
         feed(fsm_.on_session_lost(errc::session_expired));
         FUZZ_CHECK(fsm_.finished());
         FUZZ_CHECK(done_ == 1);
@@ -370,6 +414,11 @@ private:
     const std::uint64_t me_ = 0x1234;
     queue_policy policy_;
     bool try_only_;
+    std::string dir_data_;          // the lock path's data (a semaphore's count)
+    std::int32_t dir_version_ = 0;
+    std::int32_t pending_version_ = -1;
+    std::string claim_data_;
+    bool count_seen_ = false;       // the machine read or wrote our count
     bool dir_exists_;
     bool cancel_in_calm_;
     acquire_fsm fsm_;

@@ -257,6 +257,37 @@ TEST_CASE("semaphore: at most N holders, FIFO, one waiter woken per release, cou
     });
 }
 
+TEST_CASE("semaphore: an object reads the stored count once; a lock path found gone gets it again")
+{
+    run([]() -> awaitable<void> {
+        auto ss = co_await open_sessions(1);
+        session& s = ss[0];
+        const auto path = unique_path("sem-count");
+        semaphore sem{s, path, 2};
+        co_await (co_await sem.async_acquire(5s)).async_release();
+        auto [dec, data, st] = co_await s.async_get_data(path, tuple);
+        CHECK(data == "zklock-semaphore permits=2");
+        // A foreign count written now: this object has verified its count and queues without
+        // reading it again (one round trip less per acquire); a new object reads it and refuses.
+        auto [sec, st2] = co_await s.async_set_data(path, "zklock-semaphore permits=5", -1, tuple);
+        REQUIRE_FALSE(sec);
+        auto [ec1, l1] = co_await sem.async_acquire(5s, tuple);
+        CHECK_FALSE(ec1);
+        co_await l1.async_release();
+        auto [ec2, l2] = co_await semaphore{s, path, 2}.async_acquire(5s, tuple);
+        CHECK(ec2 == errc::permit_mismatch);
+        // The path goes (as the server removes an empty container): the next acquire through the
+        // verified object finds it gone at its create, and stores the count again.
+        auto [rec] = co_await s.async_remove(path, -1, tuple);
+        REQUIRE_FALSE(rec);
+        auto [ec3, l3] = co_await sem.async_acquire(5s, tuple);
+        CHECK_FALSE(ec3);
+        auto [dec2, data2, st3] = co_await s.async_get_data(path, tuple);
+        CHECK(data2 == "zklock-semaphore permits=2");
+        co_await l3.async_release();
+    });
+}
+
 TEST_CASE("semaphore: a holder's session expiry frees its permit")
 {
     run([]() -> awaitable<void> {

@@ -199,7 +199,7 @@ TEST_CASE("one recipe per path: a permit and an exclusive or shared node refuse 
 {
     SUBCASE("a semaphore behind a mutex holder")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
         f.start();
         auto a = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 'x'), name(me, 5, 's')});
         CHECK(a.kind == ak::remove);  // our node goes first
@@ -332,10 +332,10 @@ TEST_CASE("cancel or timeout at every step")
             acquire_fsm f(dir, {}, me, false);
             f.start();
             f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {});
-            CHECK(f.on_cancel(reason).kind == ak::none);
-            auto a = f.on_parents_created(ok);
+            auto a = f.on_cancel(reason);  // nothing of ours exists: at once
             CHECK(a.kind == ak::done);
             CHECK(a.ec == reason);
+            CHECK(f.on_parents_created(ok).kind == ak::none);
         }
         SUBCASE("setting the watch")
         {
@@ -446,7 +446,7 @@ TEST_CASE("handoff without a re-list")
     }
     SUBCASE("permit waiters never watch their own node")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
         f.start();
         auto w = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')});
         CHECK(w.kind == ak::watch);
@@ -468,7 +468,7 @@ TEST_CASE("handoff without a re-list")
     }
     SUBCASE("permits never skip the listing")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1}, me, false);
+        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
         f.start();
         CHECK(f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')}).kind == ak::watch);
         CHECK(f.on_watch_set(ok).kind == ak::wait_event);
@@ -627,4 +627,89 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
     }
     // Our node missing from the listing: not found, nothing decided.
     CHECK_FALSE(scan_queue({name(2, 1)}, name(me, 5), me, {}).found);
+}
+
+TEST_CASE("a semaphore's permit count: read, claimed if absent, verified once per object")
+{
+    const queue_policy two{node_kind::permit, 2};
+    const std::string ours = permit_count_data(2);
+    SUBCASE("the stored count is ours: queue")
+    {
+        acquire_fsm f(dir, two, me, false);
+        auto a = f.start();
+        CHECK(a.kind == ak::read_count);
+        CHECK(a.path == dir);
+        CHECK_FALSE(f.count_verified());
+        a = f.on_count_read(ok, ours, 3);
+        CHECK(a.kind == ak::create);
+        CHECK(f.count_verified());
+    }
+    SUBCASE("no count yet: claim it with the version read; someone wrote first: read again")
+    {
+        acquire_fsm f(dir, two, me, false);
+        f.start();
+        auto a = f.on_count_read(ok, "", 7);
+        CHECK(a.kind == ak::claim_count);
+        CHECK(a.data == ours);
+        CHECK(a.version == 7);
+        CHECK(f.on_count_claimed(zk_errc::bad_version).kind == ak::read_count);
+        a = f.on_count_read(ok, permit_count_data(3), 8);
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::permit_mismatch);
+    }
+    SUBCASE("claimed: queue")
+    {
+        acquire_fsm f(dir, two, me, false);
+        f.start();
+        f.on_count_read(ok, "", 0);
+        CHECK(f.on_count_claimed(ok).kind == ak::create);
+        CHECK(f.count_verified());
+    }
+    SUBCASE("no lock path: create it, then read")
+    {
+        acquire_fsm f(dir, two, me, false);
+        f.start();
+        CHECK(f.on_count_read(zk_errc::no_node, "", 0).kind == ak::create_parents);
+        CHECK(f.on_parents_created(ok).kind == ak::read_count);
+    }
+    SUBCASE("a connection loss: wait, then read again")
+    {
+        acquire_fsm f(dir, two, me, false);
+        f.start();
+        CHECK(f.on_count_read(loss, "", 0).kind == ak::wait_connected);
+        CHECK(f.on_connected().kind == ak::read_count);
+    }
+    SUBCASE("known count: no read; a path found gone is verified again")
+    {
+        acquire_fsm f(dir, {node_kind::permit, 2, false, true}, me, false);
+        CHECK(f.start().kind == ak::create);
+        CHECK(f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {}).kind == ak::create_parents);
+        CHECK_FALSE(f.count_verified());
+        CHECK(f.on_parents_created(ok).kind == ak::read_count);
+    }
+    SUBCASE("zero permits")
+    {
+        acquire_fsm f(dir, {node_kind::permit, 0}, me, false);
+        auto a = f.start();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::invalid_argument);
+    }
+    for (error_code reason : {aborted, error_code(errc::timeout)}) {
+        CAPTURE(reason.message());
+        SUBCASE("cancel while reading, claiming or waiting for the connection: at once, nothing created")
+        {
+            for (int step = 0; step < 3; ++step) {
+                acquire_fsm f(dir, two, me, false);
+                f.start();
+                if (step == 1) f.on_count_read(ok, "", 0);
+                if (step == 2) f.on_count_read(loss, "", 0);
+                auto a = f.on_cancel(reason);
+                CHECK(a.kind == ak::done);
+                CHECK(a.ec == reason);
+                CHECK(f.on_count_read(ok, ours, 1).kind == ak::none);  // the late reply is ignored
+                CHECK(f.on_count_claimed(ok).kind == ak::none);
+                CHECK(f.on_connected().kind == ak::none);
+            }
+        }
+    }
 }

@@ -14,6 +14,12 @@
 //   with our id counts as ours only when ZooKeeper says our session owns it: ephemeralOwner).
 //   cancel / timeout / try-failed: as soon as no request is in flight, remove our node, then done.
 //
+// A semaphore (permit policy) first makes sure the lock path stores its permit count ("zklock-
+// semaphore permits=N"): read_count, and claim_count if the path has no data yet (compare-and-set
+// on the data version). Nothing is created in those states, so a cancellation or the deadline
+// completes at once there. A driver that has seen the count verified may say so (count_known) and
+// skip the read on later acquires; a create that finds the path gone verifies it again.
+//
 // Handoff without a re-list: when the watched node was the oldest queue node in our own listing,
 // nothing older can ever appear (sequence numbers only grow), so its deletion means we hold the
 // lock and no get_children round trip is needed. That rests only on what the server reports (the
@@ -44,7 +50,11 @@ struct queue_policy {
     node_kind kind = node_kind::exclusive;  ///< the kind of our own node
     std::uint32_t permits = 1;              ///< semaphore permits (kind == permit)
     bool rw_names = false;                  ///< a shared_mutex's writer: named "__WRIT__" (see node_prefix)
+    bool count_known = false;               ///< permit: the path's stored count was verified before
 };
+
+/// The data a semaphore's lock path stores: its permit count.
+std::string permit_count_data(std::uint32_t permits);
 
 /// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue).
 struct verdict {
@@ -89,6 +99,8 @@ public:
         wait_event,      ///< nothing to send: wait for the watch to fire
         wait_connected,  ///< wait until the session is connected again, then call on_connected()
         remove,          ///< delete our node `path`
+        read_count,      ///< get_data(`path`): the semaphore's stored permit count
+        claim_count,     ///< set_data(`path`, `data`, `version`): store our permit count
         done,            ///< complete with `ec` (empty: acquired)
     };
 
@@ -105,6 +117,8 @@ public:
         /// a listing (see on_own_deleted); every other wait ends in a listing, which sees our node
         /// gone by itself.
         bool watch_own = false;
+        std::string data;         ///< claim_count: the data to write
+        std::int32_t version = -1;  ///< claim_count: the data version it must still have
     };
 
     acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
@@ -113,6 +127,10 @@ public:
     action on_create(error_code ec, std::string created_path, std::int64_t czxid, error_code list_ec,
                      const std::vector<std::string>& children);
     action on_parents_created(error_code ec);
+    /// The reply to read_count: the path's data and data version.
+    action on_count_read(error_code ec, const std::string& data, std::int32_t version);
+    /// The reply to claim_count.
+    action on_count_claimed(error_code ec);
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
@@ -137,6 +155,8 @@ public:
     action on_session_lost(error_code ec);
 
     bool finished() const noexcept { return state_ == state::done; }
+    /// Permit policy: the stored count is known to be ours (the driver may remember it).
+    bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
     std::int64_t fencing_token() const noexcept { return czxid_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
@@ -147,6 +167,9 @@ public:
     const queue_policy& policy() const noexcept { return policy_; }
 
     static constexpr int max_parent_retries = 16;
+    /// Reads and claims of the permit count before the acquire gives up (others keep changing it,
+    /// or the connection keeps failing).
+    static constexpr int max_count_tries = 16;
     /// Creates whose reply was lost and that the server had not applied (our listing after the
     /// reconnect shows no node of ours) before the acquire fails with errc::request_dropped: the
     /// server closes the connection on a request it refuses outright (larger than its
@@ -155,11 +178,13 @@ public:
 
 private:
     enum class state {
-        idle, creating, creating_parents, listing, statting, watching, waiting, waiting_connected,
-        removing, done
+        idle, reading_count, claiming_count, creating, creating_parents, listing, statting, watching, waiting,
+        waiting_connected, removing, done
     };
 
     action create();
+    /// `why`: the error if this read would exceed max_count_tries.
+    action read_count(error_code why = {});
     action list();
     action watch();  // get_data(watched_) with a watch, own-node watch as own_watched_ says
     action remove();
@@ -184,6 +209,8 @@ private:
     int lost_creates_ = 0;
     std::size_t position_ = 0;
     int parent_retries_ = 0;
+    int count_tries_ = 0;
+    bool count_verified_;
     error_code abort_;
     std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node

@@ -1,0 +1,118 @@
+// zklock/basic_lock.hpp — what every lock recipe shares: a session, a path, options, and the
+// three ways to acquire. mutex, shared_mutex (its write side) and semaphore derive from it.
+#pragma once
+
+#include <zklock/config.hpp>
+#include <zklock/detail/acquire_fwd.hpp>
+#include <zklock/lease.hpp>
+#include <zklock/session.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zklock {
+
+/// A lock recipe bound to a session and a path. Cheap: it holds no ZooKeeper state itself; every
+/// acquire is independent (one object may be acquired by many coroutines at once, each queueing
+/// its own node).
+class basic_lock {
+public:
+    using executor_type = asio::any_io_executor;
+    using duration = std::chrono::steady_clock::duration;
+
+    /// The session's executor.
+    executor_type get_executor() const noexcept;
+    const std::string& path() const noexcept { return path_; }
+    const lock_options& options() const noexcept { return options_; }
+
+    /// Acquires the lock, waiting at most `timeout` (measured from the call, exact across any
+    /// number of predecessor changes). A timeout <= 0 behaves like async_try_acquire.
+    ///
+    /// Completion signature: void(error_code, lease). On success the lease holds the lock.
+    ///
+    /// Executor: the handler's associated executor (default: the session's). Never completes
+    /// inside this call.
+    ///
+    /// Per-operation cancellation: terminal, partial and total are all honoured, the same way:
+    ///   | state                       | on cancel                                                |
+    ///   |-----------------------------|----------------------------------------------------------|
+    ///   | before the create is sent   | completes with operation_aborted, nothing was created     |
+    ///   | (a semaphore: reading or    | (also while waiting for a lost connection to come back)   |
+    ///   | storing its permit count)   |                                                          |
+    ///   | create in flight            | waits for the reply (or finds the node by its attempt id |
+    ///   |                             | if the reply was lost), deletes it, then completes        |
+    ///   | waiting for the predecessor | deletes our node, then completes                          |
+    ///   | re-checking the queue       | deletes our node once the reply is in, then completes     |
+    ///   | connection lost             | deletes our node after reconnecting (or learns that the   |
+    ///   |                             | session expired and the node went with it)                |
+    /// So a cancelled acquire leaves no node behind. The timeout takes the same path and completes
+    /// with errc::timeout.
+    ///
+    /// Errors: errc::timeout, errc::would_block (try), asio::error::operation_aborted,
+    /// errc::invalid_path, errc::not_connected, errc::session_expired, errc::session_closed,
+    /// errc::lock_lost (our queue node was deleted by someone else while we waited),
+    /// errc::recipe_mismatch (a semaphore and a mutex/shared_mutex on one path), errc::request_too_large
+    /// (the path and lock_options::owner_info exceed session_config::max_request_bytes: nothing was
+    /// sent), errc::request_dropped (the server dropped the connection at each of 5 creates),
+    /// zk_errc::no_auth (the lock path's ACL forbids us); a semaphore also errc::permit_mismatch
+    /// and errc::invalid_argument (zero permits).
+    ///
+    /// Lifetimes: the lock object may be destroyed while the operation runs; the session's state
+    /// is kept alive by the operation.
+    /// Thread safety: call from the session's executor (or its strand).
+    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    auto async_acquire(duration timeout, Token&& token = {})
+    {
+        return initiate(policy_, false, timeout, std::forward<Token>(token));
+    }
+
+    /// Acquires the lock, waiting until granted or cancelled. As above, without a deadline.
+    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    auto async_acquire(Token&& token = {})
+    {
+        return initiate(policy_, false, std::nullopt, std::forward<Token>(token));
+    }
+
+    /// Acquires the lock only if it is free now: one round trip (a semaphore's first acquire: two);
+    /// errc::would_block if it is held (our node is deleted again before completing).
+    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    auto async_try_acquire(Token&& token = {})
+    {
+        return initiate(policy_, true, std::nullopt, std::forward<Token>(token));
+    }
+
+protected:
+    basic_lock(session& s, std::string path, lock_options options, detail::queue_policy policy)
+        : s_(s.impl()), path_(std::move(path)), options_(std::move(options)), policy_(policy),
+          count_known_(policy.kind == detail::node_kind::permit ? std::make_shared<bool>(false) : nullptr)
+    {
+    }
+
+    template <class Token>
+    auto initiate(const detail::queue_policy& policy, bool try_only, std::optional<duration> timeout, Token&& token)
+    {
+        if (timeout && *timeout <= duration::zero()) {
+            try_only = true;
+            timeout.reset();
+        }
+        detail::acquire_request req{path_, policy, try_only, timeout, options_.owner_info, count_known_};
+        return asio::async_initiate<Token, void(error_code, lease)>(
+            [](auto h, detail::session_ptr sp, detail::acquire_request r) {
+                detail::initiate_acquire(std::move(sp), std::move(r), std::move(h));
+            },
+            token, s_, std::move(req));
+    }
+
+    const detail::queue_policy& policy() const noexcept { return policy_; }
+
+private:
+    detail::session_ptr s_;
+    std::string path_;
+    lock_options options_;
+    detail::queue_policy policy_;
+    std::shared_ptr<bool> count_known_;  // a semaphore's: its stored permit count was verified
+};
+
+}  // namespace zklock

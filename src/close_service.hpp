@@ -1,0 +1,46 @@
+// Where the C client's blocking close runs: never on an executor thread.
+//
+// zookeeper_close() sends the close request and then waits (poll) up to 1.5 s for the server's
+// answer: on an executor thread that would stall every other operation of the io_context. So it
+// runs on the thread of this service, one per execution context, started on first use. Like
+// Asio's own resolver service, the service joins its thread when the execution context shuts down
+// (in ~io_context, before the reactor and the strands go): no thread outlives the io_context, and a
+// program ends cleanly.
+#pragma once
+
+#include <zklock/detail/unique_function.hpp>
+
+#include <boost/asio/execution_context.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace zklock::detail {
+
+class close_service final : public boost::asio::execution_context::service {
+public:
+    using key_type = close_service;
+    static boost::asio::execution_context::id id;
+
+    explicit close_service(boost::asio::execution_context& ctx);
+    ~close_service() override;
+
+    /// Runs `job` on the service's thread, after the jobs before it. Returns false (and drops
+    /// nothing: `job` is left to the caller) if no thread can be had or the service has shut down.
+    bool run(unique_function<void()>& job);
+
+private:
+    void shutdown() override;
+    void notify_fork(boost::asio::execution_context::fork_event event) override;
+    void work();
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<unique_function<void()>> jobs_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace zklock::detail

@@ -1,0 +1,465 @@
+// session_impl: the C handle's life, the session's events applied from session_fsm, connect and
+// close, and the requests.
+#include "session_impl.hpp"
+
+#include "close_service.hpp"
+#include "deadline.hpp"
+
+#include <zklock/detail/path.hpp>
+
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace zklock::detail {
+
+session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
+    : ex_(std::move(ex)), cfg_(std::move(cfg)), fsm_(cfg_.session_timeout, cfg_.reconnect_on_expiry),
+      desc_(ex_), timer_(ex_), connect_timer_(ex_), presume_timer_(ex_),
+      // After the I/O objects above, which register the reactor: an execution context shuts its
+      // services down newest first, so the close thread is joined before the reactor destroys the
+      // waits still pending (a close's wait holds the results of the C callbacks).
+      closer_(asio::use_service<close_service>(asio::query(ex_, asio::execution::context)))
+{
+}
+
+session_impl::~session_impl()
+{
+    // Only when the session was never closed (zklock::session closes it): a handle that is not
+    // connected sends nothing, so this does not block.
+    if (zh_) {
+        release_io();
+        zookeeper_close(std::exchange(zh_, nullptr));
+    }
+}
+
+void session_impl::enqueue(std::unique_ptr<c_event> e)
+{
+    completed_bytes_ += e->bytes;
+    completed_.push_back(std::move(e));
+}
+
+error_code session_impl::no_handle_error() const
+{
+    switch (state()) {
+    case session_state::closed: return errc::session_closed;
+    case session_state::expired: return errc::session_expired;
+    default: return errc::not_connected;
+    }
+}
+
+void session_impl::start_handle()
+{
+    set_client_log_level(cfg_.client_log_level);
+    static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
+                                             ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
+    zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
+    zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, to_session_timeout_ms(cfg_.session_timeout),
+                          nullptr, this, 0, &client_log);
+    if (!zh_) return;
+    // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
+    zoo_set_servers_resolution_delay(zh_, -1);
+    if (!cfg_.digest_auth.empty())
+        zoo_add_auth(zh_, "digest", cfg_.digest_auth.data(), static_cast<int>(cfg_.digest_auth.size()),
+                     &noop_void_completion, nullptr);
+    apply(fsm_.on_handle_started());
+    drive();
+}
+
+// ---- session events -----------------------------------------------------------------------------
+
+void session_impl::apply(const session_effects& e)
+{
+    // State first, then the upcalls: a handler may run inline and look at state().
+    if (e.cancel_connect_timer) connect_timer_.cancel();
+    if (e.cancel_presume) presume_timer_.cancel();
+    if (e.presume_at) {
+        presume_timer_.expires_at(*e.presume_at);
+        presume_timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->apply(self->fsm_.on_presume_timer());
+        });
+    }
+    if (e.close_handle) {
+        restart_pending_ = false;
+        close_handle_inline();  // never connected, expired or refused: sends nothing, does not block
+    }
+    if (e.state_changed) {
+        auto waiters = std::move(state_waiters_);
+        state_waiters_.clear();
+        for (auto& w : waiters) w({}, state());
+    }
+    if (e.connects) {
+        connect_timer_.cancel();
+        auto cw = std::move(connect_waiters_);
+        connect_waiters_.clear();
+        for (auto& [id, w] : cw) w(*e.connects);
+    }
+    if (e.settle_waiters) {
+        auto waiters = std::move(connected_waiters_);
+        connected_waiters_.clear();
+        for (auto& [gen, w] : waiters) {
+            auto outcome = e.waiters_error ? e.waiters_error : fsm_.check_connected(gen);
+            if (outcome) w(*outcome);
+            else connected_waiters_.emplace_back(gen, std::move(w));
+        }
+    }
+    if (e.fail_watches) watches_.fail_all(*e.fail_watches);
+    if (e.state_changed) notify_observers();
+    if (e.presumed_expired) {
+        auto copy = observers_;
+        for (auto& w : copy)
+            if (auto o = w.lock()) o->on_presumed_expired();
+    }
+}
+
+void session_impl::on_watcher(int type, int zstate, std::string path)
+{
+    if (type != ZOO_SESSION_EVENT) return watches_.deliver(type, path);
+    if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
+        if (!zh_) return;
+        const clientid_t* id = zoo_client_id(zh_);
+        apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
+    } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
+        auto e = fsm_.on_expired();
+        // This runs from the queue of completions: the handle is closed (and a fresh one started)
+        // once the queue is done (after_process).
+        restart_pending_ = e.close_handle;
+        restart_starts_ = e.start_handle;
+        e.close_handle = e.start_handle = false;
+        apply(e);
+    } else if (zstate == ZOO_AUTH_FAILED_STATE) {
+        apply(fsm_.on_auth_failed());
+    } else {
+        apply(fsm_.on_connection_lost());
+    }
+}
+
+void session_impl::notify_observers()
+{
+    std::erase_if(observers_, [](const std::weak_ptr<session_observer>& w) { return w.expired(); });
+    auto copy = observers_;
+    for (auto& w : copy)
+        if (auto o = w.lock()) o->on_session_state(state(), generation());
+}
+
+void session_impl::subscribe(std::weak_ptr<session_observer> o)
+{
+    std::erase_if(observers_, [](const std::weak_ptr<session_observer>& w) { return w.expired(); });
+    observers_.push_back(std::move(o));
+}
+
+void session_impl::register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w)
+{
+    watches_.add(kind, path, w);
+}
+
+// ---- connect / close ----------------------------------------------------------------------------
+
+std::uint64_t session_impl::connect(void_cb cb)
+{
+    auto post_result = [this](void_cb c, error_code ec) {
+        asio::post(ex_, [c = std::move(c), ec]() mutable { c(ec); });
+        return std::uint64_t{0};
+    };
+    if (state() == session_state::closed) return post_result(std::move(cb), errc::session_closed);
+    if (auto ec = validate_servers(cfg_.servers)) return post_result(std::move(cb), ec);
+    if (cfg_.session_timeout <= std::chrono::milliseconds::zero() || cfg_.connect_timeout <= std::chrono::milliseconds::zero())
+        return post_result(std::move(cb), errc::invalid_argument);
+    if (state() == session_state::connected) return post_result(std::move(cb), {});
+    if (!zh_) {
+        start_handle();
+        if (!zh_) return post_result(std::move(cb), errc::invalid_servers);
+    }
+    const std::uint64_t id = ++next_connect_id_;
+    connect_waiters_.emplace_back(id, std::move(cb));
+    if (connect_waiters_.size() == 1) {
+        connect_timer_.expires_after(to_steady(cfg_.connect_timeout));
+        connect_timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (ec || self->state() == session_state::connected) return;
+            self->apply(self->fsm_.on_connect_timeout());
+        });
+    }
+    return id;
+}
+
+void session_impl::cancel_connect(std::uint64_t id)
+{
+    auto it = std::find_if(connect_waiters_.begin(), connect_waiters_.end(), [id](auto& w) { return w.first == id; });
+    if (it == connect_waiters_.end()) return;
+    auto cb = std::move(it->second);
+    connect_waiters_.erase(it);
+    if (connect_waiters_.empty()) {
+        connect_timer_.cancel();
+        apply(fsm_.on_connect_abandoned());
+    }
+    cb(asio::error::operation_aborted);
+}
+
+void session_impl::wait_state_change(unique_function<void(error_code, session_state)> cb)
+{
+    state_waiters_.push_back(std::move(cb));
+}
+
+void session_impl::wait_connected(std::uint64_t generation, void_cb cb)
+{
+    if (auto outcome = fsm_.check_connected(generation))
+        return asio::post(ex_, [cb = std::move(cb), ec = *outcome]() mutable { cb(ec); });
+    connected_waiters_.emplace_back(generation, std::move(cb));
+}
+
+namespace {
+
+// What the close thread hands back.
+struct close_handover {
+    std::vector<c_event*> results;   // owned by whoever takes them; never freed by the thread
+    std::atomic<bool> ready{false};  // results complete (set before the pipe is closed)
+    ~close_handover()
+    {
+        // Only if the session's wait never ran (its context was destroyed first): then the close
+        // thread is joined by now, and this runs where the context is destroyed.
+        if (ready.load(std::memory_order_acquire))
+            for (c_event* e : results) delete e;
+    }
+};
+
+}  // namespace
+
+void session_impl::close(void_cb cb)
+{
+    if (state() == session_state::closed && !zh_) {
+        asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
+        return;
+    }
+    apply(fsm_.on_close());
+
+    // The C client's close sends the close request and waits (poll) for the server's reply. Keep
+    // that off the executor: the close_service's thread owns the handle from here on.
+    // That thread touches nothing of Asio's: an io_context may be stopped and destroyed as soon as
+    // this close has completed (a program that calls stop() when its main coroutine ends), and an
+    // executor (even a copy, even one tracking work) refers into it. So the thread hands its
+    // results over in a plain struct and then closes its end of a pipe; the session's executor
+    // waits on the other end, and that pending wait keeps run() going meanwhile.
+    zhandle_t* zh = detach_handle();
+    std::shared_ptr<asio::posix::stream_descriptor> done;
+    int signal = -1;
+    if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) done = close_signal(signal);
+    if (!done) {  // nothing to send (does not block), or no pipe (blocks: the last resort)
+        if (zh) zookeeper_close(zh);
+        schedule_completions();
+        asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
+        return;
+    }
+    auto h = std::make_shared<close_handover>();
+    // The wait goes first: a reactor wait sees only readiness that comes after it (edge-triggered).
+    auto& d = *done;
+    d.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), done = std::move(done), h,
+                                                           cb = std::move(cb)](error_code ec) mutable {
+        if (ec == asio::error::operation_aborted) return;  // torn down first: ~close_handover frees the results
+        // Only the thread's close makes the pipe readable, after it set `ready`; were it ever not
+        // set, the results are left alone (leaked) rather than raced for.
+        if (ec || !h->ready.load(std::memory_order_acquire)) return cb(ec);
+        for (c_event* e : h->results) self->enqueue(std::unique_ptr<c_event>(e));
+        h->results.clear();
+        self->run_completions();
+        cb({});
+    });
+    unique_function<void()> close_and_signal = [h, zh, signal] {
+        std::vector<std::unique_ptr<c_event>> sink;
+        {
+            redirect_results redirect(sink);
+            zookeeper_close(zh);
+        }
+        for (auto& e : sink) h->results.push_back(e.release());
+        h->ready.store(true, std::memory_order_release);
+        ::close(signal);  // from here on the thread only drops its reference to `h`
+    };
+    if (!closer_.run(close_and_signal)) close_and_signal();  // no thread to be had: close here, blocking
+}
+
+std::shared_ptr<asio::posix::stream_descriptor> session_impl::close_signal(int& write_end)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+    auto d = std::make_shared<asio::posix::stream_descriptor>(ex_);
+    error_code ec;
+    d->assign(fds[0], ec);
+    if (ec) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return nullptr;
+    }
+    write_end = fds[1];
+    return d;
+}
+
+// ---- requests -----------------------------------------------------------------------------------
+
+template <class Req> void session_impl::refuse(std::unique_ptr<Req> r, error_code ec)
+{
+    // Completed from the queue, never from the initiating call.
+    r->ec = ec;
+    completed_.push_back(std::move(r));
+    schedule_completions();
+}
+
+template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc)
+{
+    if (rc == ZOK) {
+        r.release();  // the C client owns it until its callback
+        drive();
+        return;
+    }
+    // A synchronous failure: the callback never runs.
+    refuse(std::move(r), (rc == ZINVALIDSTATE && state() != session_state::connected) ? no_handle_error() : make_zk_error(rc));
+}
+
+error_code session_impl::check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops) const noexcept
+{
+    // Request header (xid, type: 8), length prefixes, the ACL (world:anyone or auth: < 48), flags,
+    // and per multi op its header: generous, so a request we pass is never one the server drops.
+    constexpr std::size_t framing = 128, per_op = 64;
+    const std::size_t limit = cfg_.max_request_bytes;
+    if (path_bytes > limit || data_bytes > limit || ops > limit / per_op) return errc::request_too_large;
+    if (path_bytes + data_bytes + framing + ops * per_op > limit) return errc::request_too_large;
+    return {};
+}
+
+namespace {
+
+template <class Req> std::unique_ptr<Req> make_req(session_impl* s, auto cb)
+{
+    auto r = std::make_unique<Req>();
+    r->s = s;
+    r->cb = std::move(cb);
+    return r;
+}
+
+}  // namespace
+
+void session_impl::create(const std::string& path, std::string_view data, create_mode mode, create_cb cb)
+{
+    auto r = make_req<create_req>(this, std::move(cb));
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
+    const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
+                                &on_create, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::remove(const std::string& path, std::int32_t version, void_cb cb)
+{
+    auto r = make_req<void_req>(this, std::move(cb));
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_adelete(zh_, path.c_str(), version, &on_void, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> w, stat_cb cb)
+{
+    auto r = make_req<exists_req>(this, std::move(cb));
+    r->w = std::move(w);
+    r->path = path;
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb)
+{
+    auto r = make_req<data_req>(this, std::move(cb));
+    r->w = std::move(w);
+    r->path = path;
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb)
+{
+    auto r = make_req<set_req>(this, std::move(cb));
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
+    const int rc = zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb)
+{
+    auto r = make_req<children_req>(this, std::move(cb));
+    r->w = std::move(w);
+    r->path = path;
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_aget_children(zh_, path.c_str(), r->w ? 1 : 0, &on_children, r.get());
+    submit(std::move(r), rc);
+}
+
+void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
+{
+    auto r = make_req<multi_req>(this, std::move(cb));
+    const std::size_t n = ops.size();
+    r->n_ops = n;
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    std::size_t path_bytes = 0, data_bytes = 0;
+    for (const auto& op : ops) {
+        path_bytes += op.path.size();
+        data_bytes += op.data.size();
+    }
+    if (auto ec = check_request_size(path_bytes, data_bytes, n + 1)) return refuse(std::move(r), ec);
+    r->ops.resize(n);
+    r->results.resize(n);
+    mark_unanswered(*r);
+    r->paths.reserve(n);
+    r->datas.reserve(n);
+    r->path_buffers.resize(n);
+    r->stats.resize(n);
+    const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    for (std::size_t i = 0; i < n; ++i) {
+        const multi_op& op = ops[i];
+        const std::string& p = r->paths.emplace_back(op.path);
+        const std::string& d = r->datas.emplace_back(op.data);
+        switch (op.type) {
+        case multi_op::kind::create:
+            r->path_buffers[i].resize(p.size() + 32);
+            zoo_create_op_init(&r->ops[i], p.c_str(), d.data(), static_cast<int>(d.size()), acl,
+                               create_flags(op.mode), r->path_buffers[i].data(),
+                               static_cast<int>(r->path_buffers[i].size()));
+            break;
+        case multi_op::kind::remove: zoo_delete_op_init(&r->ops[i], p.c_str(), op.version); break;
+        case multi_op::kind::set_data:
+            zoo_set_op_init(&r->ops[i], p.c_str(), d.data(), static_cast<int>(d.size()), op.version, &r->stats[i]);
+            break;
+        case multi_op::kind::check: zoo_check_op_init(&r->ops[i], p.c_str(), op.version); break;
+        }
+    }
+    const int rc = zoo_amulti(zh_, static_cast<int>(n), r->ops.data(), r->results.data(), &on_multi, r.get());
+    submit(std::move(r), rc);
+}
+
+namespace {
+
+void create_containers_from(const session_ptr& s, std::string dir, std::size_t from, void_cb cb)
+{
+    const std::size_t slash = dir.find('/', from);
+    std::string prefix = dir.substr(0, slash);
+    s->create(prefix, {}, create_mode::container,
+              [s, dir = std::move(dir), slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+                  if (ec && ec != zk_errc::node_exists) return cb(ec);
+                  if (slash == std::string::npos) return cb({});
+                  create_containers_from(s, std::move(dir), slash + 1, std::move(cb));
+              });
+}
+
+}  // namespace
+
+void session_impl::create_containers(const std::string& dir, void_cb cb)
+{
+    create_containers_from(shared_from_this(), dir, 1, std::move(cb));
+}
+
+}  // namespace zklock::detail

@@ -1,0 +1,175 @@
+// A session's lifetime through a fault proxy: destruction never blocks the executor, no thread
+// outlives the io_context, and async_connect honours per-operation cancellation.
+#include "fault_common.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <dirent.h>
+
+using namespace zklock;
+using namespace zklock::test;
+
+namespace {
+
+// The threads of this process (/proc/self/task).
+int thread_count()
+{
+    int n = 0;
+    if (DIR* d = ::opendir("/proc/self/task")) {
+        while (dirent* e = ::readdir(d))
+            if (e->d_name[0] != '.') ++n;
+        ::closedir(d);
+    }
+    return n;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("destroying a session does not block its executor, and still ends the ZooKeeper session")
+{
+    // The C client's zookeeper_close sends the close request and then waits up to 1.5 s for the
+    // server's answer. ~session and the move assignment used to call it inline: with the server
+    // silent, every other connection of the io_context stalled for 1.5 s.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        const auto path = unique_path("lifetime-destroy");
+
+        SUBCASE("destructor, server silent")
+        {
+            auto s = std::make_unique<session>(ex, config_for(proxy.connect_string(), 20000ms));
+            co_await connect(*s);
+            mutex m{*s, path};
+            auto l = co_await m.async_acquire(5s);
+            proxy.blackhole();
+            const auto t0 = std::chrono::steady_clock::now();
+            s.reset();
+            const double took = ms_since(t0);
+            MESSAGE("~session took " << took << " ms");
+            CHECK(took < 500);  // the close alone waits 1500 ms for the silent server
+        }
+        SUBCASE("move assignment, server silent")
+        {
+            session s{ex, config_for(proxy.connect_string(), 20000ms)};
+            co_await connect(s);
+            proxy.blackhole();
+            const auto t0 = std::chrono::steady_clock::now();
+            s = session{ex, config_for(proxy.connect_string(), 20000ms)};
+            const double took = ms_since(t0);
+            MESSAGE("move assignment took " << took << " ms");
+            CHECK(took < 500);
+        }
+        SUBCASE("destructor, server answering: the holder's node goes at once, not after the session timeout")
+        {
+            session other{ex, config_for(server.connect_string())};
+            co_await connect(other);
+            {
+                session s{ex, config_for(proxy.connect_string(), 20000ms)};
+                co_await connect(s);
+                mutex m{s, path};
+                auto l = co_await m.async_acquire(5s);
+                CHECK(l.owns_lock());
+            }  // destroyed holding the lock, without async_close
+            const auto t0 = std::chrono::steady_clock::now();
+            auto l2 = co_await mutex{other, path}.async_acquire(10s);  // 20 s if the close were lost
+            CHECK(l2.owns_lock());
+            MESSAGE("the next acquire was granted after " << ms_since(t0) << " ms");
+            co_await l2.async_release();
+            co_await other.async_close();
+        }
+    });
+}
+
+TEST_CASE("destroying the io_context while a close is in flight leaves no thread behind")
+{
+    // async_close runs the C client's blocking close on a helper thread. That thread used to be
+    // detached: an io_context destroyed while it ran (the server silent) left it running, with no
+    // way for a program to end cleanly. Now the io_context's destruction waits for it.
+    auto& server = fault_server();
+    fault_proxy proxy{server.port()};
+    const int before = thread_count();
+    {
+        asio::io_context ioc;
+        bool connected = false;
+        auto s = std::make_shared<session>(ioc.get_executor(), config_for(proxy.connect_string(), 20000ms));
+        s->async_connect([&](error_code ec) { connected = !ec; });
+        ioc.run_for(10s);
+        REQUIRE(connected);
+        ioc.restart();
+        proxy.blackhole();
+        bool closed = false;
+        s->async_close([&](error_code) { closed = true; });
+        ioc.run_for(200ms);  // the close helper waits for the silent server
+        CHECK_FALSE(closed);
+        s.reset();
+    }  // ~io_context
+    CHECK(thread_count() == before);
+}
+
+TEST_CASE("async_connect honours per-operation cancellation")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        proxy.blackhole();  // the connection is accepted, the handshake never answered
+        auto cfg = config_for(proxy.connect_string(), 20000ms);
+        cfg.connect_timeout = 30s;
+        session s{ex, cfg};
+        for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
+            CAPTURE(static_cast<int>(type));
+            asio::cancellation_signal sig;
+            bool done = false;
+            error_code ec;
+            s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](error_code e) {
+                ec = e;
+                done = true;
+            }));
+            co_await sleep_for(200ms);
+            CHECK_FALSE(done);
+            const auto t0 = std::chrono::steady_clock::now();
+            sig.emit(type);
+            CHECK(co_await wait_until([&] { return done; }, 10s));  // a hang detector: 30 s without
+            CHECK(ec == asio::error::operation_aborted);
+            CHECK(s.state() == session_state::disconnected);  // the attempt was abandoned
+            MESSAGE("completed " << ms_since(t0) << " ms after the cancellation");
+        }
+        proxy.pass();
+        auto [ec] = co_await s.async_connect(tuple);  // a later connect starts afresh
+        CHECK_FALSE(ec);
+        CHECK(s.state() == session_state::connected);
+        co_await s.async_close();
+    });
+}
+
+TEST_CASE("a multi whose reply is lost reports the loss for every op, never success")
+{
+    // The C client fills a transaction's per-op results only from the server's reply; they used
+    // to read as "ok" when the connection went first.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session s{ex, config_for(proxy.connect_string(), 20000ms)};
+        co_await connect(s);
+        const auto path = unique_path("lost-multi");
+        proxy.drop_reply_to_next(zk_op::multi);
+        std::vector<multi_op> ops;  // (not a braced list inside co_await: GCC 12, see the README)
+        ops.push_back(multi_op::create(path, "a", create_mode::persistent));
+        ops.push_back(multi_op::set_data(path, "b", -1));
+        auto [ec, results] = co_await s.async_multi(std::move(ops), tuple);
+        CHECK(ec == zk_errc::connection_loss);
+        REQUIRE(results.size() == 2);
+        for (auto& r : results) CHECK(r.ec == zk_errc::connection_loss);
+        CHECK(co_await wait_until([&] { return s.state() == session_state::connected; }, 20s));
+        co_await s.async_remove(path, -1, tuple);  // the server had applied it
+        co_await s.async_close();
+    });
+}
