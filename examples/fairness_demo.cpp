@@ -82,7 +82,7 @@ asio::awaitable<int> run(options o)
                 zklock::mutex m{*sessions[static_cast<std::size_t>(s)], path};
                 auto lease = co_await m.async_acquire(60s);
                 const double wait_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t_request).count();
-                auto seq = zklock::detail::parse_queue_node(zklock::detail::base_name(lease.node()))->seq;
+                auto seq = zklock::queue_sequence(lease.node()).value_or(-1);
                 round_grants.push_back({w, s, seq, lease.fencing_token(), wait_ms});
                 co_await pause(std::chrono::milliseconds(o.hold_ms));
                 co_await lease.async_release();

@@ -92,4 +92,15 @@ inline awaitable<std::size_t> wait_children(session& s, const std::string& path,
     co_return count;
 }
 
+/// Polls `p` every 5 ms until true or `limit` passes; returns whether it became true.
+template <class Pred> awaitable<bool> eventually(Pred p, std::chrono::milliseconds limit = 20s)
+{
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!p()) {
+        if (std::chrono::steady_clock::now() > deadline) co_return false;
+        co_await sleep_for(5ms);
+    }
+    co_return true;
+}
+
 }  // namespace zklock::test

@@ -2,7 +2,7 @@
 // above parse_command_line.
 #include "cli_options.hpp"
 
-#include <zklock/detail/path.hpp>
+#include <zklock/queue.hpp>
 
 #include <array>
 #include <charconv>
@@ -215,9 +215,9 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
         if (operands.size() < 2) return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
         o.command.assign(operands.begin() + 1, operands.end());
     }
-    if (auto ec = detail::validate_lock_path(o.lock_path))
+    if (auto ec = zklock::validate_lock_path(o.lock_path))
         return fail("invalid lock path '" + o.lock_path + "': " + ec.message());
-    if (auto ec = detail::validate_servers(o.servers))
+    if (auto ec = zklock::validate_servers(o.servers))
         return fail("invalid server list '" + o.servers + "': " + ec.message());
     return {o, {}};
 }

@@ -8,8 +8,6 @@
 #include "child_process.hpp"
 #include "cli_options.hpp"
 
-#include <zklock/detail/acquire_fsm.hpp>
-#include <zklock/detail/path.hpp>
 #include <zklock/zklock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -243,19 +241,8 @@ std::string owner_of(std::string data)
     return data.empty() ? "-" : data;
 }
 
-const char* kind_name(zklock::detail::node_kind k)
-{
-    switch (k) {
-    case zklock::detail::node_kind::exclusive: return "exclusive";
-    case zklock::detail::node_kind::shared: return "shared";
-    case zklock::detail::node_kind::permit: return "permit";
-    }
-    return "?";
-}
-
 awaitable<int> run_list(cli::options o)
 {
-    namespace detail = zklock::detail;
     auto ex = co_await asio::this_coro::executor;
     const auto config = session_config_for(o);
     zklock::session zk{ex, config};
@@ -263,53 +250,33 @@ awaitable<int> run_list(cli::options o)
         say("%s", connect_failure(o, ec).c_str());
         co_return status::unavailable;
     }
-    auto [ec, children] = co_await zk.async_get_children(o.lock_path, tuple);
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.lock_path, tuple);
+    co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
         std::printf("%s: no such lock (the path does not exist)\n", o.lock_path.c_str());
-        co_await zk.async_close(tuple);
         co_return 0;
     }
     if (ec) {
         say("cannot list %s: %s", o.lock_path.c_str(), ec.message().c_str());
-        co_await zk.async_close(tuple);
         co_return status::unavailable;
     }
-    const auto queue = detail::make_queue(children);
-    if (queue.empty()) {
+    if (listing.entries.empty()) {
         std::printf("%s: free (no holder, nobody waiting)\n", o.lock_path.c_str());
-        co_await zk.async_close(tuple);
         co_return 0;
     }
-
-    // A semaphore stores its permit count in the lock node's data.
-    std::uint32_t permits = 0;
-    if (std::any_of(queue.begin(), queue.end(), [](auto& n) { return n.kind == detail::node_kind::permit; })) {
-        auto [dec, data, st] = co_await zk.async_get_data(o.lock_path, tuple);
-        const std::string_view prefix = "zklock-semaphore permits=";
-        if (!dec && data.starts_with(prefix))
-            std::from_chars(data.data() + prefix.size(), data.data() + data.size(), permits);
-    }
-
-    std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), queue.size());
+    std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), listing.entries.size());
     std::printf("%-4s %-8s %-9s %-7s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "NODE", "AGE", "OWNER");
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
-    for (std::size_t i = 0; i < queue.size(); ++i) {
-        const auto& node = queue[i];
-        // The same rule the acquiring side applies (detail::evaluate): an exclusive node holds at
-        // the head, a shared one while no exclusive node is before it, a permit while fewer than
-        // `permits` permit nodes are before it.
-        const char* state = "waiting";
-        if (node.kind == detail::node_kind::permit && permits == 0) state = "?";
-        else if (detail::evaluate(queue, i, detail::queue_policy{node.kind, std::max<std::uint32_t>(permits, 1)}).acquired)
-            state = "holder";
-        auto [dec, data, st] = co_await zk.async_get_data(detail::join_path(o.lock_path, node.name), tuple);
-        const std::string age = dec ? "-" : format_age(now_ms - st.ctime);
-        const std::string owner = dec == zklock::zk_errc::no_node ? "(gone)" : dec ? "(" + dec.message() + ")" : owner_of(data);
-        std::printf("%-4zu %-8s %-9s %-7s %-36s %-8s %s\n", i + 1, state, kind_name(node.kind), detail::to_string(node.library),
-                    node.name.c_str(), age.c_str(), owner.c_str());
+    std::size_t pos = 0;
+    for (const auto& e : listing.entries) {
+        using st = zklock::queue_entry::state;
+        const char* state = e.status == st::holder ? "holder" : e.status == st::waiting ? "waiting" : "?";
+        const std::string age = e.gone ? "-" : format_age(now_ms - e.stat.ctime);
+        const std::string owner = e.gone ? "(gone)" : owner_of(e.data);
+        std::printf("%-4zu %-8s %-9s %-7s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
+                    zklock::to_string(e.library), e.name.c_str(), age.c_str(), owner.c_str());
     }
-    co_await zk.async_close(tuple);
     co_return 0;
 }
 

@@ -32,16 +32,6 @@ awaitable<sessions> open_sessions(int n)
     co_return s;
 }
 
-template <class Pred> awaitable<bool> eventually(Pred p, std::chrono::milliseconds limit = 20s)
-{
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!p()) {
-        if (std::chrono::steady_clock::now() > deadline) co_return false;
-        co_await sleep_for(5ms);
-    }
-    co_return true;
-}
-
 }  // namespace
 
 TEST_CASE("shared_mutex: readers share, a writer excludes, queue order holds, random mix stays safe")
