@@ -159,21 +159,14 @@ void initiate_watch_wait(std::shared_ptr<watch_state> w, handler<error_code, wat
         return sh.post(errc::operation_in_progress, {});
     }
     auto sh = std::make_shared<stored_handler<error_code, watch_event>>(std::move(h), w->executor());
-    auto slot = sh->slot();
-    if (slot.is_connected()) {
-        std::weak_ptr<watch_state> weak = w;
-        slot.assign([weak, sh_weak = std::weak_ptr(sh)](asio::cancellation_type) {
-            auto ws = weak.lock();
-            if (!ws) return;
-            asio::post(ws->executor(), [weak, sh_weak] {
-                auto ws2 = weak.lock();
-                auto h2 = sh_weak.lock();
-                if (!ws2 || !h2 || !*h2) return;
-                ws2->cancel_wait();
-                h2->complete(asio::error::operation_aborted, {});
-            });
-        });
-    }
+    // Cancelling the wait leaves the ZooKeeper watch alone: it can be waited on again.
+    on_cancellation(*sh, w->executor(), [weak = std::weak_ptr(w), sh_weak = std::weak_ptr(sh)] {
+        auto ws = weak.lock();
+        auto h = sh_weak.lock();
+        if (!ws || !h || !*h) return;
+        ws->cancel_wait();
+        h->complete(asio::error::operation_aborted, {});
+    });
     w->wait([sh](error_code ec, watch_event ev) {
         if (*sh) sh->complete(ec, std::move(ev));
     });

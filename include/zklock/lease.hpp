@@ -60,6 +60,12 @@ inline constexpr std::string_view revocation_request = "zklock:revoke";
 /// awaits any of them costs no request between acquire and release; its status() then learns of a
 /// foreign deletion only through such a watch.
 ///
+/// What holds for every async_* function below (each one's block says the rest): it completes on
+/// the handler's associated executor (default: the session's), never inside the initiating
+/// function, also for an empty, released or lost lease; the operation keeps the lease's state
+/// alive (the lease object may be destroyed or moved meanwhile); cancellation, where accepted,
+/// takes terminal, partial and total alike.
+///
 /// Thread safety: use a lease from its session's executor.
 class lease {
 public:
@@ -83,9 +89,12 @@ public:
     /// Why the lease was lost (empty unless status() == lost).
     error_code lost_reason() const noexcept;
 
-    /// Deletes our node. Completion: void(error_code). Retries across connection loss; succeeds
-    /// when the node is gone (also when the session ended, which removed it). Not cancellable:
-    /// a release always runs to completion. errc::already_released for an empty lease.
+    /// Deletes our node; status() is released from the call on, and pending waits complete with
+    /// operation_aborted. Completion signature: void(error_code). Retries across connection loss;
+    /// succeeds when the node is gone (also when the session ended, which removed it).
+    /// Errors: errc::already_released (empty or already released lease: nothing sent),
+    /// zk_errc::no_auth (someone re-ACLed our node). Not cancellable: a release always runs to
+    /// completion.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_release(Token&& token = {})
     {
@@ -98,7 +107,9 @@ public:
     /// errc::session_expired (expired, or presumed expired once 9/10 of the session timeout have
     /// passed since the server was last heard from, so that the holder is told before the server
     /// can act), errc::session_closed. Completes with asio::error::operation_aborted when the
-    /// lease is released first. Cancellation: terminal.
+    /// lease is released first; at once with the reason if it is lost already.
+    /// Completion signature: void(error_code). The first such wait sets a data watch on our node
+    /// (one read). Cancellation (any type): completes at once with operation_aborted.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_wait_lost(Token&& token = {})
     {
@@ -112,7 +123,8 @@ public:
     /// `co_await other.async_set_data(node, std::string(zklock::revocation_request))`. Nothing is
     /// enforced: the holder decides when to release. Completes with asio::error::operation_aborted
     /// if the lease is released first, with the loss reason if the lock is lost first.
-    /// Cancellation: terminal.
+    /// Completion signature: void(error_code). Cancellation (any type): completes at once with
+    /// operation_aborted.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_wait_revocation(Token&& token = {})
     {
@@ -152,7 +164,9 @@ public:
     /// True once revocation has been seen requested (by a watch: see async_wait_revocation).
     bool revocation_requested() const noexcept;
 
-    /// Completes at the next change of status(), with the new status. Cancellation: terminal.
+    /// Completes at the next change of status(), with the new status.
+    /// Completion signature: void(error_code, lease_status). Errors: errc::already_released for an
+    /// empty lease. Cancellation (any type): completes at once with operation_aborted.
     template <asio::completion_token_for<void(error_code, lease_status)> Token = asio::deferred_t>
     auto async_wait_status_change(Token&& token = {})
     {

@@ -57,18 +57,29 @@ public:
 
     const std::vector<lock_spec>& specs() const noexcept { return specs_; }
 
-    /// Acquires every lock within `timeout` in total. Completion: void(error_code, std::vector<lease>)
-    /// with the leases in the order of specs() (not the acquisition order). A timeout <= 0 tries
-    /// each lock once, as mutex::async_acquire does (errc::would_block if one is held; what was
-    /// taken is released); duration::max() waits without a practical limit. Errors: those of the
-    /// single acquires (the first one that failed); errc::invalid_argument for an empty set or the
-    /// same path listed twice. Cancellation: terminal, partial and total, as total: the acquire in
-    /// flight deletes its node and every lease taken so far is released before completing.
+    /// Acquires every lock within `timeout` in total, one after another in canonical order.
+    ///
+    /// Completion signature: void(error_code, std::vector<lease>) with the leases in the order of
+    /// specs() (not the acquisition order); empty on error.
+    /// A timeout <= 0 tries each lock once, as basic_lock::async_try_acquire does
+    /// (errc::would_block if one is held; what was taken is released); duration::max() waits
+    /// without a practical limit.
+    /// Executor: the handler's associated executor (default: the session's); never completes
+    /// inside this call.
+    /// Cancellation: terminal, partial and total alike. The acquire in flight is cancelled (it
+    /// deletes its node, as basic_lock::async_acquire documents per state), then every lease
+    /// taken so far is released, then the operation completes with operation_aborted.
+    /// Errors: those of the single acquires (the first one that failed; what was taken is
+    /// released first); errc::timeout when the deadline passes between two acquires;
+    /// errc::invalid_argument for an empty set or the same path listed twice (nothing sent).
+    /// Lifetimes: the multi_lock object may be destroyed while the operation runs.
+    /// Thread safety: call from the session's executor.
     template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
     auto async_acquire(duration timeout, Token&& token = {})
     {
         return initiate(timeout, std::forward<Token>(token));
     }
+    /// As above, without a deadline.
     template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
     auto async_acquire(Token&& token = {})
     {

@@ -59,15 +59,23 @@ private:
 
 /// One ZooKeeper session.
 ///
-/// Every async_* function below:
-///  * completes on the handler's associated executor (default: the session's), never inside the
-///    initiating function;
-///  * reports ZooKeeper's errors as zk_errc values and zklock's as errc values;
-///  * keeps the session's state alive until it completes (the session object may be destroyed).
-///
-/// Cancellation of plain requests (create, remove, exists, get_data, set_data, get_children,
-/// multi): terminal only for reads; writes ignore cancellation, because the request has been sent
-/// and its outcome is decided by the server (use the lock recipes for cancellable acquisition).
+/// What holds for every async_* function below (each one's block says the rest):
+///  * Executor: completes on the handler's associated executor (default: the session's), never
+///    inside the initiating function.
+///  * Errors: ZooKeeper's as zk_errc values, zklock's as errc values. Every request can also fail
+///    with errc::not_connected (never connected, or the attempt was abandoned),
+///    errc::session_expired, errc::session_closed, and zk_errc::connection_loss (the connection
+///    went with the request in flight: for a write, its outcome is unknown; read it back).
+///  * Lifetimes: the operation keeps the session's state alive (the session object may be
+///    destroyed meanwhile: the operation then completes with errc::session_closed); the
+///    arguments are copied.
+///  * Thread safety: call from the session's executor (a strand, if the io_context runs on
+///    several threads).
+///  * Cancellation (per-operation, through the handler's cancellation slot): where accepted,
+///    terminal, partial and total are all accepted and act alike. Reads and waits complete at once
+///    with operation_aborted (a late reply is dropped; they change nothing on the server). Writes
+///    (create, remove, set_data, multi) and async_close ignore cancellation: once sent, their
+///    outcome is the server's (the lock recipes are where cancellation undoes what was done).
 class session {
 public:
     using executor_type = asio::any_io_executor;
@@ -102,9 +110,11 @@ public:
     session& operator=(const session&) = delete;
 
     /// Closes the ZooKeeper session if async_close was not awaited: ephemeral nodes (held locks)
-    /// go at once. Outstanding operations complete with errc::session_closed. Prefer async_close:
-    /// here the C client's close (send the close request, wait for its reply: one round trip, at
-    /// most ~1.5 s if the server does not answer) runs on the calling thread.
+    /// go as soon as the server has the close request. Outstanding operations complete with
+    /// errc::session_closed. Never blocks: the C client's close (send the close request, wait up
+    /// to ~1.5 s for the server's answer) runs on a thread of the execution context, joined when
+    /// the context is destroyed (so ~io_context may wait for it; no thread outlives it). The move
+    /// assignment closes the session it replaces the same way.
     ~session();
 
     executor_type get_executor() const noexcept;
@@ -119,10 +129,14 @@ public:
     /// How many ZooKeeper sessions this object has established (0 before the first connect).
     std::uint64_t generation() const noexcept;
 
-    /// Connects: completes when a ZooKeeper session is established. Errors: errc::invalid_servers,
+    /// Connects: completes when a ZooKeeper session is established (at once if it is).
+    /// Completion signature: void(error_code).
+    /// Errors: errc::invalid_servers, errc::invalid_argument (a timeout <= 0 in the config),
     /// errc::connect_timeout (after config().connect_timeout; the attempt is abandoned and a new
     /// async_connect starts afresh), zk_errc::auth_failed, errc::session_closed.
-    /// Cancellation: terminal (the attempt keeps going in the background).
+    /// Cancellation (any type): completes at once with operation_aborted. If no other
+    /// async_connect is waiting, the attempt is abandoned as after a timeout (state() goes back to
+    /// disconnected; acquires waiting for the connection fail with errc::not_connected).
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_connect(Token&& token = {})
     {
@@ -130,12 +144,15 @@ public:
             [](auto h, detail::session_ptr s) { detail::initiate_connect(std::move(s), std::move(h)); }, token, impl_);
     }
 
-    /// Closes the ZooKeeper session: its ephemeral nodes go at once. Outstanding operations
-    /// complete with errc::session_closed. The C client's close waits for the server's answer; it
-    /// runs on a short-lived helper thread so this executor never blocks. That thread never
-    /// touches the executor: once the close has completed, the io_context may be stopped and
-    /// destroyed at once. Until then a wait on the executor keeps run() going; destroying the
-    /// io_context earlier leaks the replies of requests still outstanding. Not cancellable.
+    /// Closes the ZooKeeper session: its ephemeral nodes go at once. state() is closed from the
+    /// call on, and outstanding operations complete with errc::session_closed.
+    /// Completion signature: void(error_code); completes once the server has answered the close
+    /// request (or the C client gave up waiting, ~1.5 s).
+    /// The C client's close blocks while it waits for that answer: it runs on a thread of the
+    /// execution context (one per context, joined when the context is destroyed), so the executor
+    /// never blocks. That thread never touches the executor: once the close has completed, the
+    /// io_context may be stopped and destroyed at once. Until then a wait on the executor keeps
+    /// run() going. Errors: none (closing a closed session completes at once). Not cancellable.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_close(Token&& token = {})
     {
@@ -143,7 +160,9 @@ public:
             [](auto h, detail::session_ptr s) { detail::initiate_close(std::move(s), std::move(h)); }, token, impl_);
     }
 
-    /// Completes at the next change of state(), with the new state. Cancellation: terminal.
+    /// Completes at the next change of state(), with the new state.
+    /// Completion signature: void(error_code, session_state). Errors: none.
+    /// Cancellation (any type): completes at once with operation_aborted.
     template <asio::completion_token_for<void(error_code, session_state)> Token = asio::deferred_t>
     auto async_wait_state_change(Token&& token = {})
     {
@@ -151,7 +170,10 @@ public:
             [](auto h, detail::session_ptr s) { detail::initiate_wait_state(std::move(s), std::move(h)); }, token, impl_);
     }
 
-    /// Creates a node. Completion: void(error_code, std::string created_path, stat).
+    /// Creates a node. Completion signature: void(error_code, std::string created_path, stat).
+    /// Errors: zk_errc::node_exists, zk_errc::no_node (no parent), zk_errc::no_auth,
+    /// errc::request_too_large (path and data exceed config().max_request_bytes: not sent).
+    /// Cancellation: ignored (a write). With digest_auth the node gets the creator-only ACL.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
     auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {})
     {
@@ -162,7 +184,9 @@ public:
             token, impl_, std::move(path), std::move(data), mode);
     }
 
-    /// Deletes a node (version -1: any). Completion: void(error_code).
+    /// Deletes a node (version -1: any). Completion signature: void(error_code).
+    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::not_empty, zk_errc::no_auth.
+    /// Cancellation: ignored (a write).
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_remove(std::string path, std::int32_t version = -1, Token&& token = {})
     {
@@ -173,7 +197,8 @@ public:
             token, impl_, std::move(path), version);
     }
 
-    /// Completion: void(error_code, std::optional<stat>) — nullopt when the node does not exist.
+    /// Completion signature: void(error_code, std::optional<stat>): nullopt when the node does
+    /// not exist (not an error). Cancellation (any type): completes at once with operation_aborted.
     template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>)> Token = asio::deferred_t>
     auto async_exists(std::string path, Token&& token = {})
     {
@@ -182,7 +207,10 @@ public:
             token, impl_, std::move(path));
     }
 
-    /// As async_exists, and sets a watch (fires on created, changed or deleted).
+    /// As async_exists, and sets a watch (fires on created, changed or deleted), also when the
+    /// node does not exist. Completion signature: void(error_code, std::optional<stat>, watch).
+    /// Cancellation (any type): completes at once with operation_aborted and no watch (one the
+    /// server may have set fires into nothing).
     template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>, watch)> Token = asio::deferred_t>
     auto async_watch_exists(std::string path, Token&& token = {})
     {
@@ -193,7 +221,9 @@ public:
             token, impl_, std::move(path));
     }
 
-    /// Completion: void(error_code, std::string data, stat).
+    /// Completion signature: void(error_code, std::string data, stat).
+    /// Errors: zk_errc::no_node, zk_errc::no_auth. Cancellation (any type): completes at once with
+    /// operation_aborted.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
     auto async_get_data(std::string path, Token&& token = {})
     {
@@ -204,6 +234,8 @@ public:
 
     /// As async_get_data, and sets a data watch (fires on changed or deleted). No watch is left
     /// behind when the node does not exist (zk_errc::no_node).
+    /// Completion signature: void(error_code, std::string data, stat, watch).
+    /// Cancellation (any type): as async_watch_exists.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat, watch)> Token = asio::deferred_t>
     auto async_watch_data(std::string path, Token&& token = {})
     {
@@ -214,7 +246,9 @@ public:
             token, impl_, std::move(path));
     }
 
-    /// Completion: void(error_code, stat).
+    /// Sets a node's data (version -1: any). Completion signature: void(error_code, stat).
+    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::no_auth, errc::request_too_large.
+    /// Cancellation: ignored (a write).
     template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
     auto async_set_data(std::string path, std::string data, std::int32_t version = -1, Token&& token = {})
     {
@@ -225,7 +259,9 @@ public:
             token, impl_, std::move(path), std::move(data), version);
     }
 
-    /// Completion: void(error_code, std::vector<std::string> children) — names, not paths, unordered.
+    /// Completion signature: void(error_code, std::vector<std::string> children): names, not
+    /// paths, unordered. Errors: zk_errc::no_node, zk_errc::no_auth. Cancellation (any type):
+    /// completes at once with operation_aborted.
     template <asio::completion_token_for<void(error_code, std::vector<std::string>)> Token = asio::deferred_t>
     auto async_get_children(std::string path, Token&& token = {})
     {
@@ -236,7 +272,9 @@ public:
             token, impl_, std::move(path));
     }
 
-    /// As async_get_children, and sets a child watch.
+    /// As async_get_children, and sets a child watch (fires when a child is added or removed, or
+    /// the node is deleted). Completion signature: void(error_code, std::vector<std::string>, watch).
+    /// Cancellation (any type): as async_watch_exists.
     template <asio::completion_token_for<void(error_code, std::vector<std::string>, watch)> Token = asio::deferred_t>
     auto async_watch_children(std::string path, Token&& token = {})
     {
@@ -247,8 +285,12 @@ public:
             token, impl_, std::move(path));
     }
 
-    /// Runs the operations as one transaction. Completion: void(error_code, std::vector<multi_result>);
-    /// on failure the error is the first failing operation's and every result carries its own code.
+    /// Runs the operations as one transaction: all or none. Completion signature:
+    /// void(error_code, std::vector<multi_result>), one result per operation. When the server
+    /// answered and refused, the error is the first failing operation's, every result carries the
+    /// code the server gave it, and none was applied (whatever the others' codes say). When it did not
+    /// answer (connection loss, errc::request_too_large, not connected...), every result carries
+    /// that same error: none reads "ok". Cancellation: ignored (a write).
     template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, Token&& token = {})
     {
