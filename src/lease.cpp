@@ -159,28 +159,55 @@ void lease_state::release(unique_function<void(error_code)> cb)
     remove_node(std::move(cb));
 }
 
-void lease_state::remove_node(unique_function<void(error_code)> cb)
-{
-    auto self = shared_from_this();
-    s_->remove(node_, -1, [self, cb = std::move(cb)](error_code ec) mutable {
-        auto done = [&](error_code e) {
-            if (cb) cb(e);
-        };
-        // Gone is gone: deleted now, already (a lost reply, someone else), or with its session.
+namespace {
+
+// Deletes a lease's node until it is gone, across connection loss: an operation object, like
+// acquire_op and multi_acquire_op. Gone is gone: deleted now, already (a lost reply, someone
+// else), or with its session (which ended, or expired meanwhile).
+class remove_node_op : public std::enable_shared_from_this<remove_node_op> {
+public:
+    remove_node_op(session_ptr s, std::string node, std::uint64_t generation, unique_function<void(error_code)> cb)
+        : s_(std::move(s)), node_(std::move(node)), generation_(generation), cb_(std::move(cb))
+    {
+    }
+
+    void start()
+    {
+        s_->remove(node_, -1, [self = shared_from_this()](error_code ec) { self->on_removed(ec); });
+    }
+
+private:
+    void on_removed(error_code ec)
+    {
         if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing ||
             ec == errc::session_closed || ec == errc::session_expired)
             return done({});
         if (is_retryable(ec) || ec == errc::not_connected) {
-            self->s_->wait_connected(self->generation_, [self, cb = std::move(cb)](error_code ec2) mutable {
-                if (ec2) {  // the session that owned the node is over, and the node with it
-                    if (cb) cb({});
-                } else
-                    self->remove_node(std::move(cb));
+            // Again once connected within the node's session; if that session is over, so is the node.
+            return s_->wait_connected(generation_, [self = shared_from_this()](error_code ec2) {
+                if (ec2) return self->done({});
+                self->start();
             });
-            return;
         }
-        done(ec);
-    });
+        done(ec);  // no_auth on a node someone re-ACLed: nothing more we can do
+    }
+
+    void done(error_code ec)
+    {
+        if (cb_) cb_(ec);
+    }
+
+    session_ptr s_;
+    std::string node_;
+    std::uint64_t generation_;
+    unique_function<void(error_code)> cb_;
+};
+
+}  // namespace
+
+void lease_state::remove_node(unique_function<void(error_code)> cb)
+{
+    std::make_shared<remove_node_op>(s_, node_, generation_, std::move(cb))->start();
 }
 
 void lease_state::wait_lost(unique_function<void(error_code)> cb)

@@ -39,6 +39,12 @@ inline std::int64_t seq_of(const std::string& node)
     return n ? n->seq : -1;
 }
 
+/// Seconds since t0, for the MESSAGE lines that say how long a scenario took.
+inline double since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// Polls `pred` every 10 ms until true or `limit` passes; returns its last value.
 template <class Pred>
 awaitable<bool> wait_until(Pred pred, std::chrono::milliseconds limit)

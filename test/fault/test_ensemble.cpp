@@ -14,11 +14,6 @@ server_options ensemble_options()
     return server_options{.tick_time = std::chrono::milliseconds(200), .max_session_timeout_ms = 20000};
 }
 
-double since(std::chrono::steady_clock::time_point t0)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 TEST_CASE("fault 5: the leader is killed during a contended run of 64 waiters over 8 sessions")

@@ -27,12 +27,6 @@ std::string ids_of(const std::vector<std::string>& kids, std::set<std::uint64_t>
     return s;
 }
 
-// Seconds since t0, for the MESSAGE lines that say how long a scenario took.
-double since(std::chrono::steady_clock::time_point t0)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 TEST_CASE("fault 1: a lost create reply: the waiter finds its node by its attempt id and makes exactly one")
