@@ -1,4 +1,4 @@
-// bench/stats.hpp — the arithmetic behind the figures of /work/shared/BENCHMARK.md. No I/O.
+// bench/stats.hpp — the arithmetic behind the figures of bench/PROTOCOL.md. No I/O.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// zklock_bench — the benchmark of /work/shared/BENCHMARK.md: scenarios U, C64, W1000, W10000 and
+// zklock_bench — the benchmark of bench/PROTOCOL.md: scenarios U, C64, W1000, W10000 and
 // the floor, each lock figure also given as a ratio to the floor measured in the same run; and the
 // lock family's scenarios RW64 (shared_mutex) and S64 (semaphore), against the C64 floor.
 //
@@ -222,7 +222,7 @@ struct options {
 };
 
 constexpr int w_sessions = 16;
-constexpr double w_bound_s = 300;  // BENCHMARK.md: W completes within 300 s
+constexpr double w_bound_s = 300;  // PROTOCOL.md: W completes within 300 s
 
 /// Parses the command line; std::nullopt (after printing why) to exit with `exit_code`.
 std::optional<options> parse_options(int argc, char** argv, int& exit_code)
@@ -301,7 +301,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
 
 // ---- results --------------------------------------------------------------------------------------
 
-/// An ordered list of named figures (the order of BENCHMARK.md).
+/// An ordered list of named figures (the order of PROTOCOL.md).
 struct figures {
     std::vector<std::pair<std::string, double>> list;
     void add(std::string name, double v) { list.emplace_back(std::move(name), v); }

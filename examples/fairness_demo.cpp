@@ -2,7 +2,9 @@
 // thread. It prints, live, every grant against the waiter's place in the queue, then a summary:
 // queue-order inversions, the wait-time distribution and Jain's fairness index.
 //
-//   fairness_demo [--waiters N] [--sessions S] [--rounds R] [--hold-ms H] [--plain]
+//   fairness_demo [--waiters N] [--sessions S] [--rounds R] [--hold-ms H] [--plain | --color]
+//
+// Colour only on a terminal (and not when NO_COLOR is set): --plain turns it off, --color on.
 //
 // Server list from $ZK_SERVERS (default 127.0.0.1:2181).
 #include <zklock/zklock.hpp>
@@ -22,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -33,7 +37,7 @@ struct options {
     int sessions = 8;
     int rounds = 3;
     int hold_ms = 2;
-    bool plain = false;
+    bool plain = false;  // no ANSI colour (decided in main: a terminal, NO_COLOR, --plain, --color)
 };
 
 struct grant {
@@ -153,18 +157,25 @@ asio::awaitable<int> run(options o)
 int main(int argc, char** argv)
 {
     options o;
+    int colour = -1;  // -1: decide by the terminal
     for (int i = 1; i < argc; ++i) {
         auto arg = [&](const char* name) { return std::strcmp(argv[i], name) == 0 && i + 1 < argc; };
         if (arg("--waiters")) o.waiters = std::atoi(argv[++i]);
         else if (arg("--sessions")) o.sessions = std::atoi(argv[++i]);
         else if (arg("--rounds")) o.rounds = std::atoi(argv[++i]);
         else if (arg("--hold-ms")) o.hold_ms = std::atoi(argv[++i]);
-        else if (std::strcmp(argv[i], "--plain") == 0) o.plain = true;
+        else if (std::strcmp(argv[i], "--plain") == 0) colour = 0;
+        else if (std::strcmp(argv[i], "--color") == 0) colour = 1;
         else {
-            std::fprintf(stderr, "usage: fairness_demo [--waiters N] [--sessions S] [--rounds R] [--hold-ms H] [--plain]\n");
+            std::fprintf(stderr, "usage: fairness_demo [--waiters N] [--sessions S] [--rounds R] [--hold-ms H] [--plain | --color]\n");
             return 2;
         }
     }
+    if (colour < 0) {
+        const char* no_color = std::getenv("NO_COLOR");  // https://no-color.org
+        colour = ::isatty(STDOUT_FILENO) && !(no_color && *no_color) ? 1 : 0;
+    }
+    o.plain = colour == 0;
     if (o.waiters < 1 || o.sessions < 1 || o.rounds < 1 || o.hold_ms < 0) {
         std::fprintf(stderr, "fairness_demo: counts must be positive\n");
         return 2;

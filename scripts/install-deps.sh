@@ -8,6 +8,7 @@ packages=(
   libzookeeper-st-dev doctest-dev
   zookeeper            # the real server, for the tests and the demo (pulls a Java runtime)
   procps iproute2
+  pkgconf python3      # the packaging tests: the installed zklock.pc, compile_commands.json
   # The interoperability tests' real peers: Apache Curator 5.4 (compiled by the test with Debian's
   # JDK) and Kazoo 2.8.
   default-jdk-headless libcurator-recipes-java python3-kazoo

@@ -20,4 +20,9 @@ quiet cmake --build "$stage/build"
 test -f "$stage/prefix/include/zklock/mutex.hpp"
 grep -qs 'INTERFACE_INCLUDE_DIRECTORIES "${_IMPORT_PREFIX}/include"' "$stage"/prefix/lib*/cmake/zklock/zklockTargets.cmake ||
     { echo "the installed zklock::zklock has no include directory" >&2; exit 1; }
-echo "find_package(zklock) from a staged install: ok"
+# pkg-config, for builds without CMake: the installed zklock.pc compiles and links the consumer.
+pc_dir=$(dirname "$(ls "$stage"/prefix/lib*/pkgconfig/zklock.pc)")
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs zklock)
+quiet g++ -std=c++20 "$src_dir/consumer/main.cpp" -o "$stage/pc-consumer" $flags
+"$stage/pc-consumer"
+echo "find_package(zklock) and pkg-config from a staged install: ok"

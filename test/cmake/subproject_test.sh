@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds a downstream project that takes zklock as a subproject (add_subdirectory or fetchcontent,
+# the first argument) and checks that zklock behaves as a guest: it forces no build type into the
+# parent's cache, builds no tools, examples, tests or bench, installs nothing, and imposes no
+# compile definition on the parent's code. Then runs the consumer.
+set -euo pipefail
+how=$1
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "zklock as a subproject ($how): $*" >&2; exit 1; }
+quiet() {  # runs a command, printing its output only when it fails
+    local out
+    if ! out=$("$@" 2>&1); then
+        printf 'failed: %s\n%s\n' "$*" "$out" >&2
+        return 1
+    fi
+}
+build=$work/build
+# No CMAKE_BUILD_TYPE: that is the parent's to choose (and an unoptimised build is quick).
+quiet cmake -S "$here/subproject" -B "$build" -G Ninja -DZKLOCK_HOW="$how" -DZKLOCK_SOURCE_DIR="$src" \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
+[ -z "$build_type" ] || fail "it set CMAKE_BUILD_TYPE=$build_type in the parent's cache"
+
+targets=$(cmake --build "$build" --target help)
+for t in zklock_cli zklock_bench zklock_unit_tests zklock_integration_tests zklock_fault_tests with_zookeeper \
+         quick_start recipes fairness_demo http_counter; do
+    ! grep -qE "(^|[ /])$t(:| )" <<<"$targets" || fail "it defines the target $t, which nobody asked for"
+done
+
+quiet cmake --build "$build"
+"$build/consumer" || fail "the consumer did not run"
+
+quiet cmake --install "$build" --prefix "$work/prefix"
+[ -x "$work/prefix/bin/consumer" ] || fail "the consumer's own install did not happen"
+leftovers=$(cd "$work/prefix" && find . -path ./bin -prune -o -type f -print)
+[ -z "$leftovers" ] || fail "it installed files nobody asked for: $leftovers"
+
+python3 - "$build/compile_commands.json" <<'PY' || fail "compile definitions leak (see above)"
+import json, sys
+entries = json.load(open(sys.argv[1]))
+consumer = [e for e in entries if e["file"].endswith("consumer/main.cpp")]
+library = [e for e in entries if "/src/" in e["file"] and e["file"].endswith(".cpp")]
+ok = bool(consumer) and bool(library)
+for e in consumer:
+    if "BOOST_ASIO_NO_DEPRECATED" in e["command"]:
+        print("the consumer is compiled with BOOST_ASIO_NO_DEPRECATED:", e["command"]); ok = False
+for e in library:
+    if "BOOST_ASIO_NO_DEPRECATED" not in e["command"]:
+        print("zklock's own", e["file"], "is compiled without BOOST_ASIO_NO_DEPRECATED"); ok = False
+sys.exit(0 if ok else 1)
+PY
+echo "zklock as a subproject ($how): ok"
