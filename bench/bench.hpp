@@ -1,0 +1,309 @@
+// bench/bench.hpp — what the files of zklock_bench share: the options, the context of a run,
+// the results, the contenders' state, and every function used across files (each defined in
+// the .cpp file its section names).
+#pragma once
+
+#include "stats.hpp"
+#include "svg_plot.hpp"
+#include "support/zk_server.hpp"
+#include <zklock/lease.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/queue.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/json.hpp>
+#include <boost/program_options.hpp>
+#include <malloc.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace zklock_bench {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace po = boost::program_options;
+using namespace std::chrono_literals;
+using zklock::error_code;
+
+using clock_type = std::chrono::steady_clock;
+
+// ---- bench/measure.cpp: the clock and the process figures (threads, peak RSS, CPU time)
+
+std::int64_t now_ns();
+clock_type::time_point at_ns(std::int64_t t);
+std::int64_t seconds_ns(double s);
+long proc_status(const char* key);
+int os_threads();
+double peak_rss_mb();
+void reset_peak_rss();
+std::pair<double, double> cpu_seconds(const std::string& pid = "self");
+
+
+using endpoint_list = std::vector<std::pair<std::string, std::string>>;  // (host, port)
+
+
+struct options {
+    std::vector<std::string> scenarios;  // expanded: U, C64, W<N>, RW64, S64, floor
+    std::string servers;                 // empty: start our own server
+    double duration = 5;                 // U measures this long (after duration/5 of warm-up); C64, RW64, S64 twice it
+    double warmup = 20;
+    int waiters = 0;                     // W's N override (0: per scenario name)
+    int repeat = 1;
+    std::string json_file, plot_dir;
+    std::int64_t hold_us = 0;            // C64, RW64, S64 and their floor: µs each holder holds
+    std::int64_t permits = 4;            // S64's semaphore
+};
+
+
+constexpr int w_sessions = 16;
+
+constexpr double w_bound_s = 300;  // PROTOCOL.md: W completes within 300 s
+
+
+/// An ordered list of named figures (the order of PROTOCOL.md).
+struct figures {
+    std::vector<std::pair<std::string, double>> list;
+    void add(std::string name, double v) { list.emplace_back(std::move(name), v); }
+    std::optional<double> get(const std::string& name) const
+    {
+        for (auto& [n, v] : list)
+            if (n == name) return v;
+        return std::nullopt;
+    }
+};
+
+
+struct scenario_result {
+    std::string scenario;  // "U", "C64", "W1000", "pingpong", ...
+    bool floor = false;
+    int sessions = 0, contenders = 0;
+    std::int64_t hold_us = 0;  // what each holder held (C64, RW64, S64 and the C64 floor)
+    std::int64_t permits = 0;  // S64: the semaphore's permits (0: not a semaphore)
+    // The figures compared with the floor's figure of the same name (empty: all). RW64 and S64
+    // against the C64 floor: only those that measure the same thing for a mutex's raw cycle.
+    std::vector<std::string> vs_floor;
+    figures figs;
+    std::vector<acquisition> acqs;  // for the plots
+    std::int64_t failures = 0;
+    std::string first_error;
+};
+
+
+struct bench_ctx {
+    options opt;
+    std::string servers;  // what sessions connect to
+    std::string root;     // "/zklock-bench/<pid>-<random>": every path of this process is below
+    std::string node_data;
+    json::object server_config;
+    std::ofstream json_out;
+    std::string fl_host, fl_port;  // where four-letter words go
+    endpoint_list fl_all;          // every server of the connect string: packet counts
+    std::string server_pid;        // our own server's java process (for its CPU time), or empty
+    int run = 1;
+    int errors = 0;  // failures, overlapping grants, FIFO inversions, incomplete W: exit status 1
+    std::vector<std::pair<std::string, scenario_result>> floors;  // of the current run, in measuring order
+    std::map<std::string, std::vector<json::object>> lines;  // every run's JSON object per scenario
+};
+
+
+using session_list = std::vector<std::shared_ptr<zklock::session>>;
+
+
+struct run_state {
+    explicit run_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
+    std::vector<acquisition> acqs;
+    std::vector<std::int64_t> counts;  // per contender
+    std::int64_t stop_ns = 0;          // loops start no new cycle after this
+    std::int64_t bound_ns = 0;         // hard bound: acquires give up, the scenario stops waiting
+    std::int64_t first_request = -1;
+    int expected = 0, done = 0;
+    std::int64_t failures = 0;
+    std::string first_error;
+    asio::steady_timer wake;
+
+    void fail(const std::string& what)
+    {
+        if (failures++ == 0) first_error = what;
+    }
+    void request(std::int64_t t)
+    {
+        if (first_request < 0 || t < first_request) first_request = t;
+    }
+    void record(const acquisition& a)
+    {
+        acqs.push_back(a);
+        ++counts[static_cast<std::size_t>(a.contender)];
+    }
+};
+
+
+/// Samples the OS thread count every 100 ms and prints progress on stderr every second.
+struct sampler_state {
+    explicit sampler_state(asio::any_io_executor ex) : timer(std::move(ex)) {}
+    asio::steady_timer timer;
+    int max_threads = 0;
+    bool stopped = false;
+    std::function<std::string()> progress;
+    std::int64_t started = now_ns(), last_progress = now_ns();
+};
+
+
+void stop_sampler(sampler_state& s);
+
+/// Stops a sampler when leaving a scope, also by an exception.
+struct sampler_guard {
+    std::shared_ptr<sampler_state> s;
+    ~sampler_guard()
+    {
+        if (s) stop_sampler(*s);
+    }
+};
+
+
+/// What a contender acquires: zklock::mutex, a shared_mutex's read or write side, a semaphore's
+/// permit. The floor ignores it (always the raw exclusive queue cycle).
+enum class lock_kind { mutex, reader, writer, permit };
+
+
+/// How a scenario's contenders behave.
+struct contender_plan {
+    bool loop = false;                // loop until stop_ns (C64, RW64, S64), or acquire once (W)
+    bool floor = false;               // the raw queue cycle instead of the lock
+    std::int64_t hold_ns = 0;         // > 0: wait this long on a timer between acquire and release
+    std::uint32_t permits = 1;        // lock_kind::permit's semaphore
+    bool sessions_in_blocks = false;  // contender i on session i / (contenders / sessions), not i % sessions
+    std::function<lock_kind(int)> kind_of = [](int) { return lock_kind::mutex; };
+    bool count_requests = false;      // srst / srvr around the contenders' run: requests_per_acquisition
+};
+
+
+/// Runs `contenders` contenders, spread round-robin over `sessions` fresh sessions (or in blocks:
+/// plan.sessions_in_blocks), on `dir`: each loops until `run_s` elapsed (plan.loop) or
+/// acquires once (W). Returns the state, the sampler and the request count; the
+/// sessions are closed before it returns, inside the sampling window. Past `bound_s` the sessions
+/// are closed with async_close (which starts one helper thread per connected session: only on
+/// this failure path) and the run counts as failed.
+struct contenders_run {
+    std::shared_ptr<run_state> st;
+    std::shared_ptr<sampler_state> sampler;
+    double requests = std::nan("");  // plan.count_requests: packets the server(s) received meanwhile
+};
+
+
+/// Counts a scenario's failures (the first one is kept).
+struct failure_count {
+    std::int64_t n = 0;
+    std::string first;
+    void add(const std::string& what)
+    {
+        if (n++ == 0) first = what;
+    }
+};
+
+// ---- bench/server_stats.cpp: the server's statistics: four-letter words to any host:port (srst, srvr), packet counts
+
+std::string four_letter(const std::string& host, const std::string& port, const std::string& cmd);
+void reset_server_stats(const endpoint_list& servers);
+std::optional<std::int64_t> packets_received(const endpoint_list& servers);
+endpoint_list parse_endpoints(const std::string& servers);
+std::string version_of(const std::string& srvr);
+
+// ---- bench/options.cpp: the command line
+
+std::optional<options> parse_options(int argc, char** argv, int& exit_code);
+double watchdog_s(const options& o);
+
+// ---- bench/harness.cpp: the harness: sessions, the contenders' shared state and sampler, running contenders, checks
+
+zklock::session_config session_cfg(const bench_ctx& c);
+asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n);
+asio::awaitable<void> ensure_path(zklock::session& s, const std::string& path);
+asio::awaitable<void> remove_dir(zklock::session& s, const std::string& path);
+asio::awaitable<bool> wait_all(run_state& st);
+std::shared_ptr<sampler_state> start_sampler(asio::any_io_executor ex, std::function<std::string()> progress);
+void stop_sampler(sampler_state& s);
+asio::awaitable<void> contender(std::shared_ptr<zklock::session> s, std::string dir, std::shared_ptr<run_state> st,
+                                int id, bool loop, bool floor, std::string data, lock_kind kind, std::int64_t hold_ns,
+                                std::uint32_t permits);
+asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
+                                               contender_plan plan, double run_s, double bound_s);
+void check_failures(bench_ctx& c, scenario_result& r, const run_state& st);
+void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vector<acquisition>& by_grant);
+std::string dir_for(const bench_ctx& c, const std::string& name, bool floor);
+
+// ---- bench/floor.cpp: the floors: the raw queue cycle and the two-session ping-pong
+
+/// The path prefix of a raw exclusive queue node under `dir` (named as zklock names its own).
+std::string raw_node_prefix(const std::string& dir);
+std::int64_t seq_of(std::string_view name);
+std::string_view predecessor(const std::vector<std::string>& children, std::int64_t own);
+asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& dir, const std::string& data,
+                                        std::string& own);
+asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c);
+
+// ---- bench/scenarios.cpp: the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up
+
+asio::awaitable<std::optional<acquisition>> u_cycle(const bench_ctx& c, zklock::session& s, zklock::mutex& m,
+                                                     const std::string& dir, bool floor, failure_count& fails);
+asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor);
+contender_plan looping_plan(const bench_ctx& c, bool floor);
+double hold_bound_s(const options& o, int contenders);
+double requests_per_acquisition(const contenders_run& run, std::size_t acquisitions);
+double span_s(const run_state& st, const std::vector<acquisition>& acqs);
+asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor);
+asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor);
+std::vector<std::string> family_vs_floor();
+bool rw64_writer(int contender);
+asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c);
+asio::awaitable<scenario_result> scenario_s64(bench_ctx& c);
+asio::awaitable<void> warm_up(bench_ctx& c, double seconds);
+
+// ---- bench/report.cpp: the report: figures as JSON lines, ratios to the floor, tables, medians, plots
+
+bool is_integer_figure(const std::string& n);
+double round_to(double v, int digits);
+json::value figure_value(const std::string& name, double v);
+json::value ratio_value(std::optional<double> lock, std::optional<double> floor);
+json::object base_object(const bench_ctx& c, const std::string& scenario, int sessions, int contenders,
+                         std::int64_t hold_us, std::int64_t permits = 0);
+std::optional<double> floor_figure(const scenario_result& r, const scenario_result* floor, const std::string& n);
+json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor);
+json::object floor_object(const bench_ctx& c);
+std::string fmt(const json::value& v);
+void write_json(std::string& out, const json::value& v);
+void emit(bench_ctx& c, const json::object& o);
+void print_lock_table(const json::object& o, const scenario_result& r, const scenario_result* floor,
+                      const scenario_result* pingpong);
+void print_floor_table(const bench_ctx& c);
+void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_result* floor);
+void print_medians(bench_ctx& c);
+
+}  // namespace zklock_bench

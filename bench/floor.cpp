@@ -1,0 +1,124 @@
+// bench/floor.cpp — the floors: the raw queue cycle and the two-session ping-pong.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+std::string raw_node_prefix(const std::string& dir)
+{
+    // zklock's own node name for a mutex ("x-<16 hex digit attempt id>-lock-"), so that listings
+    // carry the same bytes as the lock's; a fresh random id per cycle.
+    static std::mt19937_64 gen{std::random_device{}()};
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "/x-%016llx-lock-", static_cast<unsigned long long>(gen() | 1));
+    return dir + buf;
+}
+
+
+std::int64_t seq_of(std::string_view name)
+{
+    std::int64_t seq = -1;
+    if (name.size() >= 10) std::from_chars(name.data() + name.size() - 10, name.data() + name.size(), seq);
+    return seq;
+}
+
+
+/// The queue node just before ours: the largest sequence number below `own`; empty if none.
+std::string_view predecessor(const std::vector<std::string>& children, std::int64_t own)
+{
+    std::string_view best;
+    std::int64_t best_seq = -1;
+    for (const auto& c : children) {
+        const std::int64_t s = seq_of(c);
+        if (s < own && s > best_seq) {
+            best_seq = s;
+            best = c;
+        }
+    }
+    return best;
+}
+
+
+/// Raw acquire (floor): create + get_children pipelined, then watch-predecessor / re-list until no
+/// smaller node is left. Sets `own` to our node's path.
+asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& dir, const std::string& data,
+                                        std::string& own)
+{
+    const std::string prefix = raw_node_prefix(dir);
+    auto r = co_await asio::experimental::make_parallel_group(
+                 s.async_create(prefix, data, zklock::create_mode::ephemeral_sequential, asio::deferred),
+                 s.async_get_children(dir, asio::deferred))
+                 .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+    if (std::get<1>(r)) co_return std::get<1>(r);
+    own = std::move(std::get<2>(r));
+    const std::int64_t own_seq = seq_of(own);
+    if (std::get<4>(r)) co_return std::get<4>(r);
+    std::vector<std::string> children = std::move(std::get<5>(r));
+    for (;;) {
+        const std::string_view pred = predecessor(children, own_seq);
+        if (pred.empty()) co_return error_code{};
+        const std::string pred_path = dir + "/" + std::string(pred);
+        children = std::vector<std::string>();  // not kept while waiting (W10000: 10000 × 300 KB)
+        auto w = co_await s.async_watch_data(pred_path, asio::as_tuple(asio::deferred));
+        if (!std::get<0>(w)) {
+            auto ev = co_await std::get<3>(w).async_wait(asio::as_tuple(asio::deferred));
+            if (std::get<0>(ev)) co_return std::get<0>(ev);
+        } else if (std::get<0>(w) != zklock::zk_errc::no_node) {
+            co_return std::get<0>(w);
+        }
+        auto l = co_await s.async_get_children(dir, asio::as_tuple(asio::deferred));
+        if (std::get<0>(l)) co_return std::get<0>(l);
+        children = std::move(std::get<1>(l));
+    }
+}
+
+
+/// Floor ping-pong: two sessions hand a node back and forth for `duration` seconds.
+asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c)
+{
+    scenario_result r;
+    r.scenario = "pingpong";
+    r.floor = true;
+    r.sessions = r.contenders = 2;
+    auto ex = co_await asio::this_coro::executor;
+    session_list ss = co_await connect_sessions(c, 2);
+    const std::string dir = dir_for(c, "pingpong", true);
+    co_await ensure_path(*ss[0], dir);
+    std::vector<double> h;
+    asio::steady_timer removed_event(ex);
+    const std::int64_t end = now_ns() + seconds_ns(c.opt.duration);
+    for (int turn = 0; now_ns() < end; ++turn) {
+        zklock::session& holder = *ss[static_cast<std::size_t>(turn % 2)];
+        zklock::session& waiter = *ss[static_cast<std::size_t>(1 - turn % 2)];
+        const std::string prefix = raw_node_prefix(dir);
+        auto created = co_await holder.async_create(prefix, c.node_data, zklock::create_mode::ephemeral_sequential,
+                                                    asio::as_tuple(asio::deferred));
+        if (std::get<0>(created)) throw boost::system::system_error(std::get<0>(created), "ping-pong create");
+        const std::string node = std::get<1>(created);
+        auto watched = co_await waiter.async_watch_data(node, asio::as_tuple(asio::deferred));
+        if (std::get<0>(watched)) throw boost::system::system_error(std::get<0>(watched), "ping-pong watch");
+        bool removed = false;
+        error_code remove_ec;
+        const std::int64_t t0 = now_ns();
+        holder.async_remove(node, -1, [&](error_code ec) {
+            removed = true;
+            remove_ec = ec;
+            removed_event.cancel();
+        });
+        auto ev = co_await std::get<3>(watched).async_wait(asio::as_tuple(asio::deferred));
+        const std::int64_t t1 = now_ns();
+        if (std::get<0>(ev)) throw boost::system::system_error(std::get<0>(ev), "ping-pong event");
+        h.push_back(static_cast<double>(t1 - t0) / 1e3);
+        while (!removed) {
+            removed_event.expires_after(10s);
+            co_await removed_event.async_wait(asio::as_tuple(asio::deferred));
+        }
+        if (remove_ec) throw boost::system::system_error(remove_ec, "ping-pong remove");
+    }
+    co_await remove_dir(*ss[0], dir);
+    std::sort(h.begin(), h.end());
+    r.figs.add("handoff_p50_us", zklock_bench::percentile(h, 0.50));
+    r.figs.add("handoff_p99_us", zklock_bench::percentile(h, 0.99));
+    co_return r;
+}
+
+}  // namespace zklock_bench

@@ -1,0 +1,286 @@
+// bench/harness.cpp — the harness: sessions, the contenders' shared state and sampler, running contenders, checks.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+namespace {
+
+
+/// The co_spawn completion of a contender: counts it as done, notes an escaped exception.
+auto contender_done(std::shared_ptr<run_state> st)
+{
+    return [st](std::exception_ptr e) {
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                st->fail(x.what());
+            }
+        }
+        if (++st->done == st->expected) st->wake.cancel();
+    };
+}
+
+
+asio::awaitable<void> sample_loop(std::shared_ptr<sampler_state> s)
+{
+    while (!s->stopped) {
+        s->max_threads = std::max(s->max_threads, os_threads());
+        if (s->progress && now_ns() - s->last_progress >= seconds_ns(1)) {
+            s->last_progress = now_ns();
+            std::fprintf(stderr, "  [%5.1f s] %s\n", static_cast<double>(now_ns() - s->started) / 1e9, s->progress().c_str());
+        }
+        s->timer.expires_after(100ms);
+        co_await s->timer.async_wait(asio::as_tuple(asio::deferred));
+    }
+}
+
+}  // namespace
+
+
+zklock::session_config session_cfg(const bench_ctx& c)
+{
+    zklock::session_config cfg;
+    cfg.servers = c.servers;
+    return cfg;
+}
+
+
+asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n)
+{
+    auto ex = co_await asio::this_coro::executor;
+    const zklock::session_config cfg = session_cfg(c);
+    session_list v;
+    for (int i = 0; i < n; ++i) {
+        v.push_back(std::make_shared<zklock::session>(ex, cfg));
+        co_await v.back()->async_connect();
+    }
+    co_return v;
+}
+
+
+/// Creates `path` and missing parents as persistent nodes.
+asio::awaitable<void> ensure_path(zklock::session& s, const std::string& path)
+{
+    for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+        const std::string prefix = path.substr(0, slash);
+        auto r = co_await s.async_create(prefix, std::string(), zklock::create_mode::persistent, asio::as_tuple(asio::deferred));
+        if (std::get<0>(r) && std::get<0>(r) != zklock::zk_errc::node_exists)
+            throw boost::system::system_error(std::get<0>(r), "create " + prefix);
+        if (slash == std::string::npos) break;
+    }
+}
+
+
+/// Removes an (empty) scenario directory; errors are only reported.
+asio::awaitable<void> remove_dir(zklock::session& s, const std::string& path)
+{
+    auto r = co_await s.async_remove(path, -1, asio::as_tuple(asio::deferred));
+    if (std::get<0>(r) && std::get<0>(r) != zklock::zk_errc::no_node)
+        std::fprintf(stderr, "zklock_bench: cannot remove %s: %s\n", path.c_str(), std::get<0>(r).message().c_str());
+}
+
+
+/// Waits until every contender is done or the bound passed; true if all are done.
+asio::awaitable<bool> wait_all(run_state& st)
+{
+    while (st.done < st.expected) {
+        if (now_ns() >= st.bound_ns) co_return false;
+        st.wake.expires_at(at_ns(st.bound_ns));
+        co_await st.wake.async_wait(asio::as_tuple(asio::deferred));
+    }
+    co_return true;
+}
+
+
+std::shared_ptr<sampler_state> start_sampler(asio::any_io_executor ex, std::function<std::string()> progress)
+{
+    reset_peak_rss();
+    auto s = std::make_shared<sampler_state>(ex);
+    s->progress = std::move(progress);
+    s->max_threads = os_threads();
+    asio::co_spawn(ex, sample_loop(s), asio::detached);
+    return s;
+}
+
+
+void stop_sampler(sampler_state& s)
+{
+    if (s.stopped) return;
+    s.stopped = true;
+    s.timer.cancel();
+    s.max_threads = std::max(s.max_threads, os_threads());
+}
+
+
+/// One contender: acquire → (hold) → release, once or looping until st->stop_ns.
+asio::awaitable<void> contender(std::shared_ptr<zklock::session> s, std::string dir, std::shared_ptr<run_state> st,
+                                int id, bool loop, bool floor, std::string data, lock_kind kind, std::int64_t hold_ns,
+                                std::uint32_t permits)
+{
+    zklock::mutex m(*s, dir);
+    std::optional<zklock::shared_mutex> sm;
+    std::optional<zklock::semaphore> sem;
+    if (!floor && (kind == lock_kind::reader || kind == lock_kind::writer)) sm.emplace(*s, dir);
+    if (!floor && kind == lock_kind::permit) sem.emplace(*s, dir, permits);
+    std::optional<asio::steady_timer> hold;  // none with hold 0: not even the timer object
+    if (hold_ns > 0) hold.emplace(co_await asio::this_coro::executor);
+    do {
+        acquisition a;
+        a.contender = id;
+        a.t_request = now_ns();
+        st->request(a.t_request);
+        if (floor) {
+            std::string own;
+            const error_code ec = co_await raw_acquire(*s, dir, data, own);
+            a.t_acquired = now_ns();
+            if (ec) {
+                st->fail("raw acquire: " + ec.message());
+                if (!own.empty()) co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
+                break;
+            }
+            a.seq = seq_of(own);
+            if (hold) {
+                hold->expires_after(std::chrono::nanoseconds(hold_ns));
+                co_await hold->async_wait(asio::as_tuple(asio::deferred));
+            }
+            a.t_release_start = now_ns();
+            auto rr = co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
+            a.t_released = now_ns();
+            if (std::get<0>(rr)) {
+                st->fail("raw release: " + std::get<0>(rr).message());
+                break;
+            }
+        } else {
+            const auto timeout = std::chrono::nanoseconds(std::max<std::int64_t>(1, st->bound_ns - now_ns()));
+            std::tuple<error_code, zklock::lease> r;
+            switch (kind) {
+            case lock_kind::mutex: r = co_await m.async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
+            case lock_kind::writer: r = co_await sm->async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
+            case lock_kind::reader: r = co_await sm->async_acquire_shared(timeout, asio::as_tuple(asio::deferred)); break;
+            case lock_kind::permit: r = co_await sem->async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
+            }
+            a.t_acquired = now_ns();
+            if (std::get<0>(r)) {
+                st->fail("acquire: " + std::get<0>(r).message());
+                break;
+            }
+            zklock::lease lease = std::move(std::get<1>(r));
+            a.seq = zklock::queue_sequence(lease.node()).value_or(-1);
+            if (hold) {
+                hold->expires_after(std::chrono::nanoseconds(hold_ns));
+                co_await hold->async_wait(asio::as_tuple(asio::deferred));
+            }
+            a.t_release_start = now_ns();
+            auto rr = co_await lease.async_release(asio::as_tuple(asio::deferred));
+            a.t_released = now_ns();
+            if (std::get<0>(rr)) {
+                st->fail("release: " + std::get<0>(rr).message());
+                break;
+            }
+        }
+        st->record(a);
+    } while (loop && now_ns() < st->stop_ns);
+}
+
+
+asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
+                                               contender_plan plan, double run_s, double bound_s)
+{
+    const bool loop = plan.loop;
+    auto ex = co_await asio::this_coro::executor;
+    auto st = std::make_shared<run_state>(ex);
+    st->counts.assign(static_cast<std::size_t>(contenders), 0);
+    st->expected = contenders;
+    auto sampler = start_sampler(ex, [st, contenders, loop] {
+        char buf[160];
+        if (loop) std::snprintf(buf, sizeof buf, "%zu acquisitions", st->acqs.size());
+        else std::snprintf(buf, sizeof buf, "%zu/%d acquired and released", st->acqs.size(), contenders);
+        return std::string(buf);
+    });
+    sampler_guard guard{sampler};
+    session_list ss = co_await connect_sessions(c, sessions);
+    co_await ensure_path(*ss[0], dir);
+    // The packet count covers the contenders only: after the connects and the directory, before
+    // the directory's removal and the closes. srst resets the counters; the reading right after
+    // it is the baseline. A `srvr` counts itself as one received packet (ZooKeeper 3.8), so the
+    // final reading's own packet is taken off.
+    std::optional<std::int64_t> received0;
+    if (plan.count_requests) {
+        reset_server_stats(c.fl_all);
+        received0 = packets_received(c.fl_all);
+    }
+    const std::int64_t t0 = now_ns();
+    st->stop_ns = t0 + seconds_ns(run_s);
+    st->bound_ns = t0 + seconds_ns(bound_s);
+    const int per_session = std::max(1, contenders / sessions);
+    for (int i = 0; i < contenders; ++i) {
+        const int on = plan.sessions_in_blocks ? std::min(i / per_session, sessions - 1) : i % sessions;
+        asio::co_spawn(ex,
+                       contender(ss[static_cast<std::size_t>(on)], dir, st, i, loop, plan.floor, c.node_data,
+                                 plan.kind_of(i), plan.hold_ns, plan.permits),
+                       contender_done(st));
+    }
+    const bool all_done = co_await wait_all(*st);
+    double requests = std::nan("");
+    if (received0 && all_done)
+        if (auto received1 = packets_received(c.fl_all))
+            requests = static_cast<double>(*received1 - *received0 - static_cast<std::int64_t>(c.fl_all.size()));
+    if (!all_done) {
+        // Past the bound: close the sessions, which ends every pending operation, then collect.
+        st->fail("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        st->bound_ns = now_ns() + seconds_ns(30);
+        co_await wait_all(*st);
+        session_list fresh = co_await connect_sessions(c, 1);
+        co_await remove_dir(*fresh[0], dir);
+    } else {
+        co_await remove_dir(*ss[0], dir);
+    }
+    ss.clear();  // the sessions' destructors close them (one round trip each, on this thread)
+    stop_sampler(*sampler);
+    sampler->progress = nullptr;
+    contenders_run result{st, sampler, requests};  // not braced inside co_return/co_await (GCC 12)
+    co_return result;
+}
+
+
+/// Reports (stderr) and counts failed operations (exit status 1).
+void check_failures(bench_ctx& c, scenario_result& r, const run_state& st)
+{
+    const char* what = r.floor ? "floor " : "";
+    r.failures = st.failures;
+    r.first_error = st.first_error;
+    if (st.failures) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR %s%s: %lld failure(s), first: %s\n", what, r.scenario.c_str(),
+                     static_cast<long long>(st.failures), st.first_error.c_str());
+    }
+}
+
+
+/// Reports (stderr) and counts what makes the exit status non-zero: failed operations, grants that
+/// overlapped the previous holder, grants out of queue order.
+void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vector<acquisition>& by_grant)
+{
+    const char* what = r.floor ? "floor " : "";
+    check_failures(c, r, st);
+    if (auto n = zklock_bench::overlaps(by_grant)) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR %s%s: %lld grants overlapped the previous holder\n", what,
+                     r.scenario.c_str(), static_cast<long long>(n));
+    }
+    if (auto n = zklock_bench::fifo_inversions(by_grant)) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR %s%s: %lld grants out of queue order\n", what, r.scenario.c_str(),
+                     static_cast<long long>(n));
+    }
+}
+
+
+std::string dir_for(const bench_ctx& c, const std::string& name, bool floor)
+{
+    return c.root + "/" + (floor ? "floor-" : "") + name + "-r" + std::to_string(c.run);
+}
+
+}  // namespace zklock_bench

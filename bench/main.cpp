@@ -1,0 +1,253 @@
+// zklock_bench — the benchmark of bench/PROTOCOL.md: scenarios U, C64, W1000, W10000 and
+// the floor, each lock figure also given as a ratio to the floor measured in the same run; and the
+// lock family's scenarios RW64 (shared_mutex) and S64 (semaphore), against the C64 floor.
+//
+//   zklock_bench [--scenario U|C64|W1000|W10000|W<N>|RW64|S64|floor|all|family[,...]] [--servers H:P]
+//                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
+//                [--hold-us N] [--permits N]
+//
+// Everything runs on ONE thread: one io_context, every session and every contender on it.
+// Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
+// progress on stderr. See bench/README.md for what each figure means.
+//
+// What the floor is (the same definitions are in bench/README.md). The floor issues the ZooKeeper
+// operations a lock cycle needs through zklock's own session layer (zklock::session, its public
+// async_* functions) with no lock logic: no acquire state machine, no lease, no queue parsing
+// beyond finding the predecessor, no own-node watch. Each floor runs right before the lock
+// scenario it is compared with, on the same server, with the same sessions × contenders layout,
+// the same node names ("x-<16 hex>-<seq>") and the same node data ("<host>:<pid>"), so listings
+// carry the same bytes:
+//  * floor U: one contender; cycle = create(ephemeral sequential) and get_children sent back to
+//    back (pipelined, one round trip), both awaited; then remove, awaited. acquire = the pipelined
+//    pair, release = the remove.
+//  * floor C64 (and the C64 handoff floor): 8 sessions × 8 contenders, each looping the raw queue
+//    cycle: create + get_children pipelined; if a node with a smaller sequence exists, set a data
+//    watch on the largest such one (the predecessor), wait for its event, then get_children again
+//    (any correct queue lock must look again: a vanished predecessor may have been an abandoned
+//    waiter, not the holder); repeat until no smaller node is left; then remove. Figures as for C64.
+//  * floor ping-pong: two sessions; the holder creates a node, the waiter sets a data watch on it,
+//    the holder removes it, the waiter gets the event. handoff = event received − remove called.
+//    This is the pure notification latency; a correct lock adds one get_children round trip.
+//  * floor W<N>: N raw contenders over 16 sessions run the C64 raw cycle once, all at once.
+//  * RW64 and S64 are compared with the C64 floor of the same run (measured before the first of
+//    them unless C64 already measured it): the raw exclusive queue cycle is what a lock of the
+//    family can at best cost per acquisition.
+// With --hold-us N, every holder of C64, RW64, S64 and of the C64 floor waits N µs on a
+// steady_timer between its acquire and its release; with 0 (the default) there is no timer.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+namespace {
+
+
+/// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
+/// client, the benchmark) and, with our own server, the server's JVM.
+struct cpu_meter {
+    const bench_ctx& c;
+    std::pair<double, double> client0 = cpu_seconds(), server0 = c.server_pid.empty() ? std::pair{0.0, 0.0} : cpu_seconds(c.server_pid);
+    std::int64_t t0 = now_ns();
+    void report(const std::string& what) const
+    {
+        const auto client = cpu_seconds();
+        const auto server = c.server_pid.empty() ? std::pair{0.0, 0.0} : cpu_seconds(c.server_pid);
+        const double wall = static_cast<double>(now_ns() - t0) / 1e9;
+        char server_part[64] = "server n/a";
+        if (!c.server_pid.empty())
+            std::snprintf(server_part, sizeof server_part, "server user %6.2f sys %6.2f", server.first - server0.first,
+                          server.second - server0.second);
+        std::fprintf(stderr, "zklock_bench: cpu %-14s wall %6.2f s | client user %6.2f sys %6.2f | %s\n", what.c_str(), wall,
+                     client.first - client0.first, client.second - client0.second, server_part);
+    }
+};
+
+
+asio::awaitable<void> run_once(bench_ctx& c)
+{
+    c.floors.clear();
+    for (const auto& name : c.opt.scenarios) {
+        if (name == "floor") {
+            json::object o = floor_object(c);
+            emit(c, o);
+            print_floor_table(c);
+            c.lines["floor"].push_back(std::move(o));
+            continue;
+        }
+        if (name == "RW64" || name == "S64") {
+            // Compared with the C64 floor of this run; measured now if C64 has not measured it.
+            const scenario_result* floor = nullptr;
+            for (auto& [n, f] : c.floors)
+                if (n == "C64") floor = &f;
+            if (!floor) {
+                std::fprintf(stderr, "zklock_bench: run %d: floor for %s (the C64 floor)\n", c.run, name.c_str());
+                const cpu_meter floor_cpu{c};
+                scenario_result f = co_await scenario_c64(c, true);
+                floor_cpu.report("floor C64");
+                f.acqs.clear();
+                f.acqs.shrink_to_fit();
+                c.floors.emplace_back("C64", std::move(f));
+                floor = &c.floors.back().second;
+            }
+            std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
+            const cpu_meter lock_cpu{c};
+            scenario_result lock;  // (not `x ? co_await a : co_await b`: GCC 12 miscompiles it)
+            if (name == "RW64") lock = co_await scenario_rw64(c);
+            else lock = co_await scenario_s64(c);
+            lock_cpu.report(name);
+            json::object o = lock_object(c, lock, floor);
+            emit(c, o);
+            print_lock_table(o, lock, floor, nullptr);
+            c.lines[name].push_back(std::move(o));
+            continue;
+        }
+        // The floor first, right before the scenario it is compared with.
+        std::fprintf(stderr, "zklock_bench: run %d: floor for %s\n", c.run, name.c_str());
+        scenario_result floor;
+        const cpu_meter floor_cpu{c};
+        if (name == "U") floor = co_await scenario_u(c, true);
+        else if (name == "C64") floor = co_await scenario_c64(c, true);
+        else floor = co_await scenario_w(c, name, true);
+        floor_cpu.report("floor " + name);
+        scenario_result pingpong;
+        if (name == "C64") {
+            std::fprintf(stderr, "zklock_bench: run %d: floor ping-pong\n", c.run);
+            pingpong = co_await floor_pingpong(c);
+        }
+        std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
+        scenario_result lock;
+        const cpu_meter lock_cpu{c};
+        if (name == "U") lock = co_await scenario_u(c, false);
+        else if (name == "C64") lock = co_await scenario_c64(c, false);
+        else lock = co_await scenario_w(c, name, false);
+        lock_cpu.report(name);
+        json::object o = lock_object(c, lock, &floor);
+        emit(c, o);
+        print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr);
+        write_plots(c, lock, &floor);
+        c.lines[name].push_back(std::move(o));
+        floor.acqs.clear();
+        floor.acqs.shrink_to_fit();
+        std::erase_if(c.floors, [&](const auto& f) { return f.first == name; });  // RW64/S64 measured it first
+        c.floors.emplace_back(name, std::move(floor));
+        if (name == "C64") c.floors.emplace_back("pingpong", std::move(pingpong));
+    }
+}
+
+
+asio::awaitable<void> run_all(bench_ctx& c)
+{
+    {
+        session_list ss = co_await connect_sessions(c, 1);
+        co_await ensure_path(*ss[0], c.root);
+    }
+    co_await warm_up(c, c.opt.warmup);
+    if (four_letter(c.fl_host, c.fl_port, "srst").empty())
+        std::fprintf(stderr, "zklock_bench: 'srst' got no answer (4lw.commands.whitelist?)\n");
+    for (c.run = 1; c.run <= c.opt.repeat; ++c.run) co_await run_once(c);
+    c.run = c.opt.repeat;
+    session_list ss = co_await connect_sessions(c, 1);
+    co_await remove_dir(*ss[0], c.root);
+    co_await remove_dir(*ss[0], "/zklock-bench");  // fails harmlessly while other runs use it
+}
+
+}  // namespace
+
+}  // namespace zklock_bench
+
+using namespace zklock_bench;
+
+
+int main(int argc, char** argv)
+{
+    int exit_code = 0;
+    auto parsed = parse_options(argc, argv, exit_code);
+    if (!parsed) return exit_code;
+    bench_ctx c;
+    c.opt = std::move(*parsed);
+
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '?';
+    c.node_data = std::string(host) + ":" + std::to_string(::getpid());  // what zklock stores by default
+    std::random_device rd;
+    c.root = "/zklock-bench/" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 100000);
+
+    if (!c.opt.json_file.empty()) {
+        c.json_out.open(c.opt.json_file, std::ios::app);
+        if (!c.json_out) {
+            std::fprintf(stderr, "zklock_bench: cannot open %s\n", c.opt.json_file.c_str());
+            return 2;
+        }
+    }
+
+    std::optional<zklock::test::zk_server> server;
+    std::string fl_host, fl_port;
+    try {
+        if (c.opt.servers.empty()) {
+            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=no, -Xmx512m, default JIT)\n");
+            server.emplace(zklock::test::server_options{
+                .tick_time = std::chrono::milliseconds(2000),
+                .jvm_heap = "512m",
+                .fast_start_jvm = false,
+                .extra_config = {"initLimit=10", "syncLimit=5"},
+            });
+            c.servers = server->connect_string();
+            fl_host = "127.0.0.1";
+            fl_port = std::to_string(server->port());
+            c.server_config = {{"tickTime", 2000},           {"initLimit", 10},         {"syncLimit", 5},
+                               {"forceSync", "no"},          {"maxClientCnxns", 0},     {"admin.enableServer", false},
+                               {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
+                               {"address", c.servers}};
+        } else {
+            c.servers = c.opt.servers;
+            const std::string first = c.servers.substr(0, c.servers.find_first_of(",/"));
+            fl_host = first.substr(0, first.rfind(':'));
+            fl_port = first.substr(first.rfind(':') + 1);
+            if (fl_host.size() > 2 && fl_host.front() == '[') fl_host = fl_host.substr(1, fl_host.size() - 2);
+            c.server_config = {{"started_by", "external"}, {"address", c.servers}};
+            std::istringstream conf(four_letter(fl_host, fl_port, "conf"));
+            for (std::string line; std::getline(conf, line);) {
+                auto eq = line.find('=');
+                if (eq == std::string::npos) continue;
+                const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+                if (k == "tickTime" || k == "maxClientCnxns" || k == "maxSessionTimeout")
+                    c.server_config[k] = std::atoll(v.c_str());
+            }
+            c.server_config["forceSync"] = "unknown";
+        }
+        c.server_config["version"] = version_of(four_letter(fl_host, fl_port, "srvr"));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "zklock_bench: cannot start ZooKeeper: %s\n", e.what());
+        return 1;
+    }
+
+    c.fl_host = fl_host;
+    c.fl_port = fl_port;
+    c.fl_all = parse_endpoints(c.servers);
+    if (server) c.server_pid = std::to_string(server->pid());
+
+    asio::io_context ioc;
+    bool finished = false;
+    std::exception_ptr failure;
+    asio::co_spawn(ioc, run_all(c), [&](std::exception_ptr e) {
+        finished = true;
+        failure = e;
+        ioc.stop();  // after a failure, contenders may still wait on a dead server: do not wait for them
+    });
+    const double bound = watchdog_s(c.opt);
+    ioc.run_for(std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(bound)));
+    if (!finished) {
+        std::fprintf(stderr, "zklock_bench: ERROR: not finished within the watchdog's %.0f s\n", bound);
+        return 3;
+    }
+    if (failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "zklock_bench: ERROR: %s\n", e.what());
+        }
+        return 1;
+    }
+    if (c.opt.repeat > 1) print_medians(c);
+    if (c.errors) std::fprintf(stderr, "zklock_bench: %d error(s), see above\n", c.errors);
+    return c.errors ? 1 : 0;
+}

@@ -1,0 +1,67 @@
+// bench/measure.cpp — the clock and the process figures (threads, peak RSS, CPU time).
+#include "bench.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace zklock_bench {
+
+namespace {
+
+const clock_type::time_point g_epoch = clock_type::now();
+
+}  // namespace
+
+
+std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - g_epoch).count(); }
+
+clock_type::time_point at_ns(std::int64_t t) { return g_epoch + std::chrono::nanoseconds(t); }
+
+std::int64_t seconds_ns(double s) { return static_cast<std::int64_t>(s * 1e9); }
+
+
+/// A "Key:  value kB" line of /proc/self/status, as a number (-1 if absent).
+long proc_status(const char* key)
+{
+    std::ifstream in("/proc/self/status");
+    const std::size_t n = std::strlen(key);
+    for (std::string line; std::getline(in, line);)
+        if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
+    return -1;
+}
+
+
+int os_threads() { return static_cast<int>(proc_status("Threads")); }
+
+double peak_rss_mb() { return static_cast<double>(proc_status("VmHWM")) / 1024.0; }
+
+
+/// Starts a fresh peak-RSS window: gives freed heap back to the OS, then resets VmHWM to the
+/// current RSS (Linux >= 4.0, "5" > /proc/self/clear_refs). Without this a scenario would inherit
+/// the peak of the one before (e.g. W10000's floor).
+void reset_peak_rss()
+{
+    ::malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+
+/// CPU seconds (user, system) used so far by a process, from /proc/<pid>/stat; {0,0} if unknown.
+std::pair<double, double> cpu_seconds(const std::string& pid)
+{
+    std::ifstream in("/proc/" + pid + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');  // the command name may contain spaces
+    if (close == std::string::npos) return {0, 0};
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) utime = std::atof(field.c_str());
+        if (i == 15) stime = std::atof(field.c_str());
+    }
+    const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    return {utime / hz, stime / hz};
+}
+
+}  // namespace zklock_bench

@@ -1,0 +1,97 @@
+// bench/options.cpp — the command line.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+
+/// Parses the command line; std::nullopt (after printing why) to exit with `exit_code`.
+std::optional<options> parse_options(int argc, char** argv, int& exit_code)
+{
+    options o;
+    std::string scenario = "all";
+    po::options_description desc("zklock_bench: the zklock benchmark (see bench/README.md)\noptions");
+    desc.add_options()
+        ("help,h", "this help")
+        ("scenario", po::value(&scenario)->default_value("all"),
+         "U | C64 | W1000 | W10000 | W<N> | RW64 | S64 | floor | all (U,C64,W1000,W10000,floor) | "
+         "family (RW64,S64,floor), or a comma-separated list")
+        ("servers", po::value(&o.servers), "use this existing ZooKeeper (H:P) instead of starting one")
+        ("duration", po::value(&o.duration)->default_value(5.0),
+         "seconds U measures (C64, RW64, S64: twice that; U's warm-up and ping-pong: a fifth / the same)")
+        ("warmup", po::value(&o.warmup)->default_value(20.0), "seconds of contended server warm-up before measuring")
+        ("waiters", po::value(&o.waiters), "N of the W scenario (replaces W1000/W10000 by one W<N>)")
+        ("repeat", po::value(&o.repeat)->default_value(1), "run everything this many times, then print medians")
+        ("json", po::value(&o.json_file), "append the JSON lines to this file")
+        ("plot", po::value(&o.plot_dir), "write SVG plots (wait distribution, grant vs queue order) into this directory")
+        ("hold-us", po::value(&o.hold_us)->default_value(0),
+         "microseconds each holder holds the lock (a timer) in C64, RW64, S64 and their floor; 0: no timer")
+        ("permits", po::value(&o.permits)->default_value(4), "permits of S64's semaphore");
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        std::cerr << "zklock_bench: " << e.what() << "\n" << desc;
+        exit_code = 2;
+        return std::nullopt;
+    }
+    if (vm.count("help")) {
+        std::cout << desc;
+        exit_code = 0;
+        return std::nullopt;
+    }
+    auto fail = [&](const std::string& why) {
+        std::cerr << "zklock_bench: " << why << "\n";
+        exit_code = 2;
+        return std::nullopt;
+    };
+    if (!(o.duration > 0) || !(o.warmup >= 0) || o.repeat < 1 || (vm.count("waiters") && o.waiters < 1))
+        return fail("--duration must be > 0, --warmup >= 0, --repeat and --waiters >= 1");
+    if (o.hold_us < 0 || o.hold_us > 60'000'000) return fail("--hold-us must be in 0..60000000");
+    if (o.permits < 1 || o.permits > 1'000'000) return fail("--permits must be in 1..1000000");
+    if (!o.servers.empty() && o.servers.find(':') == std::string::npos) return fail("--servers wants H:P");
+
+    std::vector<std::string> wanted;
+    for (std::size_t pos = 0; pos <= scenario.size();) {
+        std::size_t comma = std::min(scenario.find(',', pos), scenario.size());
+        std::string s = scenario.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (s == "all") wanted.insert(wanted.end(), {"U", "C64", "W1000", "W10000", "floor"});
+        else if (s == "family") wanted.insert(wanted.end(), {"RW64", "S64", "floor"});
+        else if (s == "U" || s == "C64" || s == "RW64" || s == "S64" || s == "floor") wanted.push_back(s);
+        else if (s.size() > 1 && s[0] == 'W' && s.find_first_not_of("0123456789", 1) == std::string::npos &&
+                 std::atoi(s.c_str() + 1) > 0)
+            wanted.push_back("W" + std::to_string(std::atoi(s.c_str() + 1)));
+        else if (s == "W") wanted.push_back("W" + std::to_string(o.waiters > 0 ? o.waiters : 1000));
+        else return fail("unknown scenario '" + s + "'");
+    }
+    bool floor_wanted = false;
+    for (auto& s : wanted) {
+        if (s == "floor") { floor_wanted = true; continue; }
+        if (s[0] == 'W' && o.waiters > 0) s = "W" + std::to_string(o.waiters);
+        if (std::find(o.scenarios.begin(), o.scenarios.end(), s) == o.scenarios.end()) o.scenarios.push_back(s);
+    }
+    if (floor_wanted && o.scenarios.empty()) {  // floor alone: every floor
+        o.scenarios = {"U", "C64", "W" + std::to_string(o.waiters > 0 ? o.waiters : 1000)};
+        if (o.waiters == 0) o.scenarios.push_back("W10000");
+    }
+    if (floor_wanted) o.scenarios.push_back("floor");
+    return o;
+}
+
+
+/// The run's bound: warm-up plus, per run, every scenario's own bounds, plus slack.
+double watchdog_s(const options& o)
+{
+    double per_run = 0;
+    for (const auto& s : o.scenarios) {
+        const double hold_s = static_cast<double>(o.hold_us) / 1e6 * 64;
+        if (s == "U") per_run += 2 * (1.2 * o.duration + 30);
+        else if (s == "C64") per_run += 2 * (2 * o.duration + 90 + hold_s) + o.duration + 30;
+        else if (s == "RW64" || s == "S64") per_run += 2 * (2 * o.duration + 90 + hold_s);
+        else if (s[0] == 'W') per_run += 2 * (w_bound_s + 60);
+    }
+    return o.warmup + 90 + o.repeat * per_run;
+}
+
+}  // namespace zklock_bench

@@ -1,0 +1,269 @@
+// bench/report.cpp — the report: figures as JSON lines, ratios to the floor, tables, medians, plots.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+
+bool is_integer_figure(const std::string& n)
+{
+    return n == "min_count" || n == "max_count" || n == "fifo_inversions" || n == "threads" || n == "completed" ||
+           n == "max_concurrent_readers" || n == "writer_overlaps" || n == "max_concurrent_holders";
+}
+
+
+double round_to(double v, int digits)
+{
+    const double f = std::pow(10.0, digits);
+    return std::round(v * f) / f;
+}
+
+
+json::value figure_value(const std::string& name, double v)
+{
+    if (!std::isfinite(v)) return nullptr;
+    if (is_integer_figure(name)) return static_cast<std::int64_t>(std::llround(v));
+    if (name == "jain_index") return round_to(v, 6);
+    if (name == "requests_per_acquisition") return round_to(v, 2);
+    if (name.ends_with("_ms") || name.ends_with("drain_s")) return round_to(v, 3);
+    return round_to(v, 1);
+}
+
+
+json::value ratio_value(std::optional<double> lock, std::optional<double> floor)
+{
+    if (!lock || !floor || *floor == 0 || !std::isfinite(*lock / *floor)) return nullptr;
+    return round_to(*lock / *floor, 3);
+}
+
+
+json::object base_object(const bench_ctx& c, const std::string& scenario, int sessions, int contenders,
+                         std::int64_t hold_us, std::int64_t permits)
+{
+    json::object o;
+    o["scenario"] = scenario;
+    o["library"] = "zklock";
+    o["sessions"] = sessions;
+    o["contenders"] = contenders;
+    o["hold_us"] = hold_us;
+    if (permits > 0) o["permits"] = permits;
+    o["server_config"] = c.server_config;
+    return o;
+}
+
+
+/// The floor's value of figure `n` when `r` is compared with it on that figure.
+std::optional<double> floor_figure(const scenario_result& r, const scenario_result* floor, const std::string& n)
+{
+    if (!floor) return std::nullopt;
+    if (!r.vs_floor.empty() && std::find(r.vs_floor.begin(), r.vs_floor.end(), n) == r.vs_floor.end()) return std::nullopt;
+    return floor->figs.get(n);
+}
+
+
+json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor)
+{
+    json::object o = base_object(c, r.scenario, r.sessions, r.contenders, r.hold_us, r.permits);
+    for (auto& [n, v] : r.figs.list) o[n] = figure_value(n, v);
+    for (auto& [n, v] : r.figs.list) o[n + "_vs_floor"] = ratio_value(v, floor_figure(r, floor, n));
+    return o;
+}
+
+
+json::object floor_object(const bench_ctx& c)
+{
+    int sessions = 0, contenders = 0;
+    std::int64_t hold_us = 0;
+    for (auto& [name, r] : c.floors) {
+        sessions = std::max(sessions, r.sessions);
+        contenders = std::max(contenders, r.contenders);
+        hold_us = std::max(hold_us, r.hold_us);
+    }
+    json::object o = base_object(c, "floor", sessions, contenders, hold_us);
+    for (auto& [name, r] : c.floors) {
+        json::object sub;
+        sub["sessions"] = r.sessions;
+        sub["contenders"] = r.contenders;
+        sub["hold_us"] = r.hold_us;
+        for (auto& [n, v] : r.figs.list) sub[n] = figure_value(n, v);
+        o[name] = std::move(sub);
+    }
+    return o;
+}
+
+
+std::string fmt(const json::value& v)
+{
+    if (v.is_null()) return "-";
+    if (v.is_int64()) return std::to_string(v.as_int64());
+    if (v.is_uint64()) return std::to_string(v.as_uint64());
+    if (v.is_double()) {
+        char buf[32];
+        const double d = v.as_double();
+        std::snprintf(buf, sizeof buf, std::fabs(d) >= 100 || d == std::floor(d) ? "%.1f" : "%.4g", d);
+        return buf;
+    }
+    if (v.is_string()) return std::string(v.as_string());
+    return json::serialize(v);
+}
+
+
+/// JSON text like json::serialize, but numbers in plain decimal notation (Boost.JSON 1.81 writes
+/// every double in exponent form: 3.896E2), so the lines stay readable with grep and eyes.
+void write_json(std::string& out, const json::value& v)
+{
+    if (v.is_double()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6f", v.as_double());
+        std::string t = buf;
+        t.erase(t.find_last_not_of('0') + 1);
+        if (t.back() == '.') t.pop_back();
+        out += t;
+    } else if (v.is_object()) {
+        out += '{';
+        bool first = true;
+        for (auto& [k, x] : v.as_object()) {
+            if (!first) out += ',';
+            first = false;
+            out += json::serialize(json::string(k));
+            out += ':';
+            write_json(out, x);
+        }
+        out += '}';
+    } else if (v.is_array()) {
+        out += '[';
+        bool first = true;
+        for (auto& x : v.as_array()) {
+            if (!first) out += ',';
+            first = false;
+            write_json(out, x);
+        }
+        out += ']';
+    } else {
+        out += json::serialize(v);
+    }
+}
+
+
+void emit(bench_ctx& c, const json::object& o)
+{
+    std::string line;
+    write_json(line, o);
+    std::printf("%s\n", line.c_str());
+    if (c.json_out.is_open()) c.json_out << line << "\n" << std::flush;
+}
+
+
+void print_lock_table(const json::object& o, const scenario_result& r, const scenario_result* floor,
+                      const scenario_result* pingpong)
+{
+    std::string extra;
+    if (r.hold_us > 0) extra += ", hold " + std::to_string(r.hold_us) + " us";
+    if (r.permits > 0) extra += ", " + std::to_string(r.permits) + " permits";
+    if (r.scenario == "RW64" || r.scenario == "S64") extra += "   (floor: the C64 floor)";
+    std::printf("%s: %d session(s) x %d contender(s) total%s, one thread   (ratio = zklock / floor, same run)\n",
+                r.scenario.c_str(), r.sessions, r.contenders, extra.c_str());
+    int width = 20;
+    for (auto& [n, v] : r.figs.list) width = std::max(width, static_cast<int>(n.size()));
+    std::printf("  %-*s %12s %12s %8s\n", width, "figure", "zklock", "floor", "ratio");
+    for (auto& [n, v] : r.figs.list) {
+        std::optional<double> f = floor_figure(r, floor, n);
+        std::printf("  %-*s %12s %12s %8s\n", width, n.c_str(), fmt(o.at(n)).c_str(),
+                    f ? fmt(figure_value(n, *f)).c_str() : "-", fmt(o.at(n + "_vs_floor")).c_str());
+    }
+    if (pingpong) {
+        for (const char* n : {"handoff_p50_us", "handoff_p99_us"}) {
+            auto l = r.figs.get(n), p = pingpong->figs.get(n);
+            std::printf("  %-*s %12s %12s %8s   (vs two-session ping-pong)\n", width, n, fmt(figure_value(n, *l)).c_str(),
+                        fmt(figure_value(n, *p)).c_str(), fmt(ratio_value(l, p)).c_str());
+        }
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+
+void print_floor_table(const bench_ctx& c)
+{
+    std::printf("floor: zklock's session layer, no lock logic (see bench/README.md)\n");
+    for (auto& [name, r] : c.floors) {
+        std::printf("  %s (%d session(s), %d contender(s))\n", name.c_str(), r.sessions, r.contenders);
+        for (auto& [n, v] : r.figs.list) std::printf("    %-24s %12s\n", n.c_str(), fmt(figure_value(n, v)).c_str());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+
+void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_result* floor)
+{
+    if (c.opt.plot_dir.empty() || r.scenario == "U") return;
+    std::error_code ec;
+    std::filesystem::create_directories(c.opt.plot_dir, ec);
+    const std::string suffix = c.opt.repeat > 1 ? "-run" + std::to_string(c.run) : "";
+    const std::string base = c.opt.plot_dir + "/" + r.scenario + suffix;
+    const bool ms = r.scenario[0] == 'W';
+    const double scale = ms ? 1e6 : 1e3;
+    std::vector<zklock_bench::svg::series> series;
+    series.push_back({"zklock", zklock_bench::waits(r.acqs, scale), "#1f77b4"});
+    if (floor) series.push_back({"floor (raw ops)", zklock_bench::waits(floor->acqs, scale), "#ff7f0e"});
+    bool ok = zklock_bench::svg::wait_histogram(base + "-wait.svg", r.scenario + ": wait-time distribution", ms ? "ms" : "µs",
+                                                series);
+    ok = zklock_bench::svg::grant_order(base + "-order.svg", r.scenario + ": grant order vs queue order (zklock)", r.acqs) && ok;
+    if (!ok) std::fprintf(stderr, "zklock_bench: cannot write plots under %s\n", c.opt.plot_dir.c_str());
+    else std::fprintf(stderr, "zklock_bench: plots %s-wait.svg, %s-order.svg\n", base.c_str(), base.c_str());
+}
+
+
+/// Medians over the runs of every figure (and of every per-run ratio) of each scenario.
+void print_medians(bench_ctx& c)
+{
+    std::printf("==== medians of %d runs ====\n", c.opt.repeat);
+    std::vector<std::string> order = c.opt.scenarios;
+    for (const auto& name : order) {
+        auto it = c.lines.find(name);
+        if (it == c.lines.end() || it->second.empty()) continue;
+        const auto& runs = it->second;
+        json::object m = runs.front();
+        std::function<void(json::object&, const std::vector<const json::object*>&)> fold =
+            [&](json::object& out, const std::vector<const json::object*>& objs) {
+                for (auto& [k, v] : out) {
+                    if (k == "server_config" || v.is_string()) continue;
+                    if (v.is_object()) {
+                        std::vector<const json::object*> subs;
+                        for (auto* o : objs)
+                            if (auto* s = o->if_contains(k); s && s->is_object()) subs.push_back(&s->as_object());
+                        fold(v.as_object(), subs);
+                        continue;
+                    }
+                    std::vector<double> xs;
+                    for (auto* o : objs)
+                        if (auto* x = o->if_contains(k); x && x->is_number()) xs.push_back(x->to_number<double>());
+                    if (xs.empty()) continue;
+                    const double med = zklock_bench::median(xs);
+                    if (k.ends_with("_vs_floor")) v = round_to(med, 3);
+                    else if (v.is_int64() && med == std::floor(med)) v = static_cast<std::int64_t>(med);
+                    else v = figure_value(std::string(k), med);
+                }
+            };
+        std::vector<const json::object*> objs;
+        for (auto& o : runs) objs.push_back(&o);
+        fold(m, objs);
+        m["median_of"] = static_cast<std::int64_t>(runs.size());
+        emit(c, m);
+        std::printf("%s (median of %zu)\n", name.c_str(), runs.size());
+        for (auto& [k, v] : m) {
+            if (k == "server_config" || k == "scenario" || k == "library" || k.ends_with("_vs_floor")) continue;
+            if (v.is_object()) {
+                for (auto& [k2, v2] : v.as_object())
+                    std::printf("  %-10s %-24s %12s\n", std::string(k).c_str(), std::string(k2).c_str(), fmt(v2).c_str());
+                continue;
+            }
+            const json::value* ratio = m.if_contains(std::string(k) + "_vs_floor");
+            std::printf("  %-31s %12s %8s\n", std::string(k).c_str(), fmt(v).c_str(), ratio ? fmt(*ratio).c_str() : "");
+        }
+        std::printf("\n");
+    }
+    std::fflush(stdout);
+}
+
+}  // namespace zklock_bench

@@ -1,0 +1,357 @@
+// bench/scenarios.cpp — the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+
+/// One U cycle: acquire then release, lock or floor. nullopt after a failure.
+asio::awaitable<std::optional<acquisition>> u_cycle(const bench_ctx& c, zklock::session& s, zklock::mutex& m,
+                                                     const std::string& dir, bool floor, failure_count& fails)
+{
+    acquisition a;
+    if (floor) {
+        const std::string prefix = raw_node_prefix(dir);
+        a.t_request = now_ns();
+        auto pr = co_await asio::experimental::make_parallel_group(
+                      s.async_create(prefix, c.node_data, zklock::create_mode::ephemeral_sequential, asio::deferred),
+                      s.async_get_children(dir, asio::deferred))
+                      .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+        a.t_acquired = now_ns();
+        if (std::get<1>(pr) || std::get<4>(pr)) {
+            fails.add("raw acquire: " + (std::get<1>(pr) ? std::get<1>(pr) : std::get<4>(pr)).message());
+            co_return std::nullopt;
+        }
+        const std::string own = std::move(std::get<2>(pr));
+        a.seq = seq_of(own);
+        a.t_release_start = now_ns();
+        auto rr = co_await s.async_remove(own, -1, asio::as_tuple(asio::deferred));
+        a.t_released = now_ns();
+        if (std::get<0>(rr)) {
+            fails.add("raw release: " + std::get<0>(rr).message());
+            co_return std::nullopt;
+        }
+    } else {
+        a.t_request = now_ns();
+        auto ar = co_await m.async_acquire(10s, asio::as_tuple(asio::deferred));
+        a.t_acquired = now_ns();
+        if (std::get<0>(ar)) {
+            fails.add("acquire: " + std::get<0>(ar).message());
+            co_return std::nullopt;
+        }
+        zklock::lease lease = std::move(std::get<1>(ar));
+        a.seq = zklock::queue_sequence(lease.node()).value_or(-1);
+        a.t_release_start = now_ns();
+        auto rr = co_await lease.async_release(asio::as_tuple(asio::deferred));
+        a.t_released = now_ns();
+        if (std::get<0>(rr)) {
+            fails.add("release: " + std::get<0>(rr).message());
+            co_return std::nullopt;
+        }
+    }
+    co_return a;
+}
+
+
+/// U: one session, one contender, acquire → release in a loop; duration/5 of warm-up, then duration.
+asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor)
+{
+    scenario_result r;
+    r.scenario = "U";
+    r.floor = floor;
+    r.sessions = r.contenders = 1;
+    session_list ss = co_await connect_sessions(c, 1);
+    zklock::session& s = *ss[0];
+    const std::string dir = dir_for(c, "U", floor);
+    co_await ensure_path(s, dir);
+    zklock::mutex m(s, dir);
+    std::vector<acquisition> acqs;
+    failure_count fails;
+    const std::int64_t warm_end = now_ns() + seconds_ns(c.opt.duration / 5);
+    while (now_ns() < warm_end && fails.n < 100) co_await u_cycle(c, s, m, dir, floor, fails);
+    auto ex = co_await asio::this_coro::executor;
+    auto sampler = start_sampler(ex, [&acqs] { return std::to_string(acqs.size()) + " cycles"; });
+    sampler_guard guard{sampler};
+    const std::int64_t t0 = now_ns(), end = t0 + seconds_ns(c.opt.duration);
+    std::int64_t t1 = t0;
+    while (now_ns() < end && fails.n < 100) {
+        auto a = co_await u_cycle(c, s, m, dir, floor, fails);
+        t1 = now_ns();
+        if (a) acqs.push_back(*a);
+    }
+    stop_sampler(*sampler);
+    sampler->progress = nullptr;  // it refers to acqs
+    co_await remove_dir(s, dir);
+    r.failures = fails.n;
+    r.first_error = fails.first;
+    if (fails.n) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR %sU: %lld failure(s), first: %s\n", floor ? "floor " : "",
+                     static_cast<long long>(fails.n), fails.first.c_str());
+    }
+    std::vector<double> acq_us, rel_us;
+    for (const auto& a : acqs) {
+        acq_us.push_back(static_cast<double>(a.t_acquired - a.t_request) / 1e3);
+        rel_us.push_back(static_cast<double>(a.t_released - a.t_release_start) / 1e3);
+    }
+    std::sort(acq_us.begin(), acq_us.end());
+    std::sort(rel_us.begin(), rel_us.end());
+    using zklock_bench::percentile;
+    r.figs.add("cycles_per_s", static_cast<double>(acqs.size()) / (static_cast<double>(t1 - t0) / 1e9));
+    r.figs.add("acquire_p50_us", percentile(acq_us, 0.50));
+    r.figs.add("acquire_p99_us", percentile(acq_us, 0.99));
+    r.figs.add("release_p50_us", percentile(rel_us, 0.50));
+    r.figs.add("release_p99_us", percentile(rel_us, 0.99));
+    r.acqs = std::move(acqs);
+    co_return r;
+}
+
+
+/// The plan of the looping contended scenarios (C64, RW64, S64) and of the C64 floor: --hold-us,
+/// and the server's packet count around the run.
+contender_plan looping_plan(const bench_ctx& c, bool floor)
+{
+    contender_plan plan;
+    plan.loop = true;
+    plan.floor = floor;
+    plan.hold_ns = c.opt.hold_us * 1000;
+    plan.count_requests = true;
+    return plan;
+}
+
+
+/// Extra bound for holds: the last request of a loop may wait for every other holder's hold.
+double hold_bound_s(const options& o, int contenders) { return static_cast<double>(o.hold_us) / 1e6 * contenders; }
+
+
+/// Requests the server(s) received per completed acquisition (NaN: no count, or none completed).
+double requests_per_acquisition(const contenders_run& run, std::size_t acquisitions)
+{
+    return acquisitions ? run.requests / static_cast<double>(acquisitions) : std::nan("");
+}
+
+
+/// Acquisitions per second over a run: first t_request → last t_released.
+double span_s(const run_state& st, const std::vector<acquisition>& acqs)
+{
+    std::int64_t last = 0;
+    for (auto& a : acqs) last = std::max(last, a.t_released);
+    return acqs.empty() ? 1 : static_cast<double>(last - st.first_request) / 1e9;
+}
+
+
+/// C64: 8 sessions × 8 contenders loop acquire → release for 2 × duration.
+asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor)
+{
+    scenario_result r;
+    r.scenario = "C64";
+    r.floor = floor;
+    r.sessions = 8;
+    r.contenders = 64;
+    r.hold_us = c.opt.hold_us;
+    const double run_s = 2 * c.opt.duration;
+    auto run = co_await run_contenders(c, dir_for(c, "C64", floor), r.sessions, r.contenders, looping_plan(c, floor),
+                                       run_s, run_s + 60 + hold_bound_s(c.opt, r.contenders));
+    auto& st = run.st;
+    auto& sampler = run.sampler;
+    auto by_grant = std::move(st->acqs);
+    zklock_bench::sort_by_grant(by_grant);
+    check(c, r, *st, by_grant);
+    using zklock_bench::percentile;
+    const auto h = zklock_bench::handoffs_us(by_grant);
+    const auto w = zklock_bench::waits(by_grant, 1e3);
+    std::int64_t last = 0;
+    for (auto& a : by_grant) last = std::max(last, a.t_released);
+    const double span_s = by_grant.empty() ? 1 : static_cast<double>(last - st->first_request) / 1e9;
+    r.figs.add("acquisitions_per_s", static_cast<double>(by_grant.size()) / span_s);
+    r.figs.add("handoff_p50_us", percentile(h, 0.50));
+    r.figs.add("handoff_p99_us", percentile(h, 0.99));
+    r.figs.add("wait_p50_us", percentile(w, 0.50));
+    r.figs.add("wait_p99_us", percentile(w, 0.99));
+    r.figs.add("wait_max_us", w.empty() ? 0 : w.back());
+    r.figs.add("jain_index", zklock_bench::jain_index(st->counts));
+    r.figs.add("min_count", static_cast<double>(*std::min_element(st->counts.begin(), st->counts.end())));
+    r.figs.add("max_count", static_cast<double>(*std::max_element(st->counts.begin(), st->counts.end())));
+    r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
+    r.figs.add("threads", sampler->max_threads);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
+    r.acqs = std::move(by_grant);
+    co_return r;
+}
+
+
+/// W<N>: N contenders over 16 sessions, all request at once, each acquires once.
+asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor)
+{
+    scenario_result r;
+    r.scenario = name;
+    r.floor = floor;
+    r.contenders = std::atoi(name.c_str() + 1);
+    r.sessions = std::min(w_sessions, r.contenders);
+    contender_plan plan;
+    plan.floor = floor;
+    auto run = co_await run_contenders(c, dir_for(c, name, floor), r.sessions, r.contenders, plan, 0, w_bound_s);
+    auto& st = run.st;
+    auto& sampler = run.sampler;
+    auto by_grant = std::move(st->acqs);
+    zklock_bench::sort_by_grant(by_grant);
+    check(c, r, *st, by_grant);
+    using zklock_bench::percentile;
+    const auto w = zklock_bench::waits(by_grant, 1e6);
+    std::int64_t last = 0;
+    for (auto& a : by_grant) last = std::max(last, a.t_released);
+    const double drain_s = by_grant.empty() ? 0 : static_cast<double>(last - st->first_request) / 1e9;
+    r.figs.add("drain_s", drain_s);
+    r.figs.add("acquisitions_per_s", drain_s > 0 ? static_cast<double>(by_grant.size()) / drain_s : 0);
+    r.figs.add("wait_p50_ms", percentile(w, 0.50));
+    r.figs.add("wait_p99_ms", percentile(w, 0.99));
+    r.figs.add("wait_max_ms", w.empty() ? 0 : w.back());
+    r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
+    r.figs.add("threads", sampler->max_threads);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("completed", static_cast<double>(by_grant.size()));
+    r.acqs = std::move(by_grant);
+    co_return r;
+}
+
+
+/// What RW64 and S64 compare with the C64 floor (their other figures get "_vs_floor": null): the
+/// throughput, and the costs that do not depend on who may hold at once.
+std::vector<std::string> family_vs_floor()
+{
+    return {"acquisitions_per_s", "threads", "peak_rss_mb", "requests_per_acquisition"};
+}
+
+
+/// RW64's writers: contender i writes when i % 8 == 0, one per session (contender i runs on
+/// session i / 8); the other 56 read.
+bool rw64_writer(int contender) { return contender % 8 == 0; }
+
+
+/// RW64: a shared_mutex, 8 sessions × 8 contenders (1 writer, 7 readers each) loop acquire →
+/// (hold) → release for 2 × duration.
+asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c)
+{
+    scenario_result r;
+    r.scenario = "RW64";
+    r.sessions = 8;
+    r.contenders = 64;
+    r.hold_us = c.opt.hold_us;
+    r.vs_floor = family_vs_floor();
+    const double run_s = 2 * c.opt.duration;
+    contender_plan plan = looping_plan(c, false);
+    plan.sessions_in_blocks = true;
+    plan.kind_of = [](int i) { return rw64_writer(i) ? lock_kind::writer : lock_kind::reader; };
+    auto run = co_await run_contenders(c, dir_for(c, "RW64", false), r.sessions, r.contenders, plan, run_s,
+                                       run_s + 60 + hold_bound_s(c.opt, r.contenders));
+    auto& st = *run.st;
+    auto by_grant = std::move(st.acqs);
+    zklock_bench::sort_by_grant(by_grant);
+    check_failures(c, r, st);
+    std::vector<acquisition> readers, writers;
+    std::vector<std::pair<std::int64_t, std::int64_t>> read_leases;  // t_acquired → t_released
+    for (const auto& a : by_grant) {
+        if (rw64_writer(a.contender)) {
+            writers.push_back(a);
+        } else {
+            readers.push_back(a);
+            read_leases.emplace_back(a.t_acquired, a.t_released);
+        }
+    }
+    const std::int64_t max_readers = zklock_bench::max_concurrent(read_leases);
+    const std::int64_t writer_overlaps =
+        zklock_bench::exclusive_overlaps(by_grant, [](const acquisition& a) { return rw64_writer(a.contender); });
+    if (writer_overlaps) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR RW64: %lld write holds overlapped another hold\n",
+                     static_cast<long long>(writer_overlaps));
+    }
+    if (readers.size() > 1 && max_readers < 2) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR RW64: %zu read acquisitions, never two read leases at once\n",
+                     readers.size());
+    }
+    std::vector<std::int64_t> writer_counts;
+    for (int i = 0; i < r.contenders; ++i)
+        if (rw64_writer(i)) writer_counts.push_back(st.counts[static_cast<std::size_t>(i)]);
+    using zklock_bench::percentile;
+    const auto ww = zklock_bench::waits(writers, 1e3), rw = zklock_bench::waits(readers, 1e3);
+    const double span = span_s(st, by_grant);
+    r.figs.add("acquisitions_per_s", static_cast<double>(by_grant.size()) / span);
+    r.figs.add("reader_acquisitions_per_s", static_cast<double>(readers.size()) / span);
+    r.figs.add("writer_acquisitions_per_s", static_cast<double>(writers.size()) / span);
+    r.figs.add("writer_wait_p50_us", percentile(ww, 0.50));
+    r.figs.add("writer_wait_p99_us", percentile(ww, 0.99));
+    r.figs.add("reader_wait_p50_us", percentile(rw, 0.50));
+    r.figs.add("reader_wait_p99_us", percentile(rw, 0.99));
+    r.figs.add("max_concurrent_readers", static_cast<double>(max_readers));
+    r.figs.add("writer_overlaps", static_cast<double>(writer_overlaps));
+    r.figs.add("jain_index", zklock_bench::jain_index(writer_counts));
+    r.figs.add("threads", run.sampler->max_threads);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
+    r.acqs = std::move(by_grant);
+    co_return r;
+}
+
+
+/// S64: a semaphore of --permits permits, 8 sessions × 8 contenders loop acquire → (hold) →
+/// release for 2 × duration.
+asio::awaitable<scenario_result> scenario_s64(bench_ctx& c)
+{
+    scenario_result r;
+    r.scenario = "S64";
+    r.sessions = 8;
+    r.contenders = 64;
+    r.hold_us = c.opt.hold_us;
+    r.permits = c.opt.permits;
+    r.vs_floor = family_vs_floor();
+    const double run_s = 2 * c.opt.duration;
+    contender_plan plan = looping_plan(c, false);
+    plan.kind_of = [](int) { return lock_kind::permit; };
+    plan.permits = static_cast<std::uint32_t>(c.opt.permits);
+    auto run = co_await run_contenders(c, dir_for(c, "S64", false), r.sessions, r.contenders, plan, run_s,
+                                       run_s + 60 + hold_bound_s(c.opt, r.contenders));
+    auto& st = *run.st;
+    auto by_grant = std::move(st.acqs);
+    zklock_bench::sort_by_grant(by_grant);
+    check_failures(c, r, st);
+    std::vector<std::pair<std::int64_t, std::int64_t>> holds;  // t_acquired → t_release_start
+    for (const auto& a : by_grant) holds.emplace_back(a.t_acquired, a.t_release_start);
+    const std::int64_t max_holders = zklock_bench::max_concurrent(holds);
+    if (max_holders > c.opt.permits) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR S64: %lld holders at once, permits %lld\n",
+                     static_cast<long long>(max_holders), static_cast<long long>(c.opt.permits));
+    }
+    using zklock_bench::percentile;
+    const auto w = zklock_bench::waits(by_grant, 1e3);
+    r.figs.add("acquisitions_per_s", static_cast<double>(by_grant.size()) / span_s(st, by_grant));
+    r.figs.add("wait_p50_us", percentile(w, 0.50));
+    r.figs.add("wait_p99_us", percentile(w, 0.99));
+    r.figs.add("max_concurrent_holders", static_cast<double>(max_holders));
+    r.figs.add("fifo_inversions",
+               static_cast<double>(zklock_bench::fifo_inversions_window(by_grant, static_cast<std::size_t>(c.opt.permits))));
+    r.figs.add("jain_index", zklock_bench::jain_index(st.counts));
+    r.figs.add("threads", run.sampler->max_threads);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
+    r.acqs = std::move(by_grant);
+    co_return r;
+}
+
+
+/// Warm-up: a contended lock load on another path (4 sessions × 8 contenders) for `seconds`.
+asio::awaitable<void> warm_up(bench_ctx& c, double seconds)
+{
+    if (seconds <= 0) co_return;
+    std::fprintf(stderr, "zklock_bench: warming the server up for %.0f s (contended load on %s/warmup)\n", seconds,
+                 c.root.c_str());
+    contender_plan plan;
+    plan.loop = true;
+    auto run = co_await run_contenders(c, c.root + "/warmup", 4, 32, plan, seconds, seconds + 60);
+    std::fprintf(stderr, "zklock_bench: warm-up done: %zu lock cycles, %lld failure(s)\n", run.st->acqs.size(),
+                 static_cast<long long>(run.st->failures));
+}
+
+}  // namespace zklock_bench
