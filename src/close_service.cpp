@@ -17,6 +17,7 @@ bool close_service::run(unique_function<void()>& job)
     if (!thread_.joinable()) {
         try {
             thread_ = std::thread([this] { work(); });
+            owner_ = ::getpid();
         } catch (const std::system_error&) {
             return false;
         }
@@ -49,6 +50,8 @@ void close_service::shutdown()
         wake_.notify_one();
     }
     // Finishes the closes already handed over (each ends within the C client's own time limits).
+    // In a child forked without notify_fork() the thread does not exist: forget it, never join.
+    if (thread_.joinable() && owner_ != ::getpid()) (void)new std::thread(std::move(thread_));
     if (thread_.joinable()) thread_.join();
 }
 

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 namespace zklock::detail {
 
 class close_service final : public boost::asio::execution_context::service {
@@ -41,6 +43,7 @@ private:
     std::deque<unique_function<void()>> jobs_;
     bool stopping_ = false;
     std::thread thread_;
+    ::pid_t owner_ = 0;  // the process that started the thread (a forked child has none)
 };
 
 }  // namespace zklock::detail

@@ -150,7 +150,8 @@ void on_multi(int rc, const void* data)
 {
     auto* r = from<multi_req>(data);
     r->ec = reply_error(rc);
-    // The C client fills the per-op results only from the server's reply.
+    // The C client fills the per-op results from the server's reply, or with the error when the
+    // request fails after it was queued (connection loss, close); the mark says if it did.
     r->answered = r->results.empty() || r->results.front().err != unanswered;
     deliver(r);
 }
@@ -177,8 +178,8 @@ void children_req::complete()
 
 void multi_req::complete()
 {
-    // Results exist only when the server answered the transaction: after a connection loss, a
-    // session error or a refusal before sending, every op carries the request's error (never "ok").
+    // One result per op, always. A request refused before it was queued (not connected, too large)
+    // never reached the C client: every op carries the request's error, never "ok".
     std::vector<multi_result> out(n_ops);
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (!answered || i >= results.size()) {

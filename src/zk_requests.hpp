@@ -95,7 +95,7 @@ struct multi_req final : request_base {
     std::vector<std::vector<char>> path_buffers;
     std::vector<struct Stat> stats;
     std::size_t n_ops = 0;
-    bool answered = false;  ///< the server's reply arrived (else `results` mean nothing)
+    bool answered = false;  ///< the C client filled `results` in (from the reply, or with its error)
     void complete() override;
 };
 

@@ -146,27 +146,43 @@ TEST_CASE("async_connect honours per-operation cancellation")
     });
 }
 
-TEST_CASE("a multi whose reply is lost reports the loss for every op, never success")
+TEST_CASE("a multi that gets no answer reports the error for every op, never an empty or ok result")
 {
-    // The C client fills a transaction's per-op results only from the server's reply; they used
-    // to read as "ok" when the connection went first.
+    // One result per op, always: a multi refused before it was sent (not connected, too large)
+    // used to complete with no results at all.
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         auto& server = fault_server();
         fault_proxy proxy{server.port()};
+        const auto path = unique_path("unanswered-multi");
+        auto two_ops = [&](std::size_t data_bytes) {  // (not a braced list inside co_await: GCC 12)
+            std::vector<multi_op> ops;
+            ops.push_back(multi_op::create(path, std::string(data_bytes, 'a'), create_mode::persistent));
+            ops.push_back(multi_op::set_data(path, "b", -1));
+            return ops;
+        };
+        auto check_all = [](error_code ec, const std::vector<multi_result>& results, error_code expected) {
+            CHECK(ec == expected);
+            REQUIRE(results.size() == 2);
+            for (auto& r : results) CHECK(r.ec == expected);
+        };
         session s{ex, config_for(proxy.connect_string(), 20000ms)};
+        {
+            auto [ec, results] = co_await s.async_multi(two_ops(1), tuple);  // never connected
+            check_all(ec, results, errc::not_connected);
+        }
         co_await connect(s);
-        const auto path = unique_path("lost-multi");
-        proxy.drop_reply_to_next(zk_op::multi);
-        std::vector<multi_op> ops;  // (not a braced list inside co_await: GCC 12, see the README)
-        ops.push_back(multi_op::create(path, "a", create_mode::persistent));
-        ops.push_back(multi_op::set_data(path, "b", -1));
-        auto [ec, results] = co_await s.async_multi(std::move(ops), tuple);
-        CHECK(ec == zk_errc::connection_loss);
-        REQUIRE(results.size() == 2);
-        for (auto& r : results) CHECK(r.ec == zk_errc::connection_loss);
+        {
+            auto [ec, results] = co_await s.async_multi(two_ops(2 << 20), tuple);  // past max_request_bytes
+            check_all(ec, results, errc::request_too_large);
+        }
+        {
+            proxy.drop_reply_to_next(zk_op::multi);  // applied by the server, the reply lost
+            auto [ec, results] = co_await s.async_multi(two_ops(1), tuple);
+            check_all(ec, results, zk_errc::connection_loss);
+        }
         CHECK(co_await wait_until([&] { return s.state() == session_state::connected; }, 20s));
-        co_await s.async_remove(path, -1, tuple);  // the server had applied it
+        co_await s.async_remove(path, -1, tuple);
         co_await s.async_close();
     });
 }
