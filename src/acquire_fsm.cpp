@@ -92,6 +92,19 @@ using ak = acquire_fsm::action_kind;
 
 std::string permit_count_data(std::uint32_t permits) { return "zklock-semaphore permits=" + std::to_string(permits); }
 
+namespace {
+constexpr std::string_view mark_prefix = "zklock-released ";
+}  // namespace
+
+std::string handoff_mark(std::string_view node_name)
+{
+    std::string m(mark_prefix);
+    m += node_name;
+    return m;
+}
+
+bool is_handoff_mark(std::string_view data) noexcept { return data.starts_with(mark_prefix); }
+
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
     : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id, policy.rw_names)),
       try_only_(try_only), count_verified_(policy.kind != node_kind::permit || policy.count_known)
@@ -115,7 +128,9 @@ acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string&
 {
     if (state_ != state::reading_count) return {};
     if (!ec) {
-        if (data.empty()) {  // created as a parent by someone: store ours, if nobody does in between
+        if (data.empty() || is_handoff_mark(data)) {
+            // Created as a parent by someone (or last used by a mutex, which leaves its handoff
+            // mark): store ours, if nobody does in between.
             state_ = state::claiming_count;
             action a{ak::claim_count, dir_, {}, {}};
             a.data = permit_count_data(policy_.permits);
@@ -282,7 +297,9 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
     if (r.recipe_mismatch) {
         a = fail(errc::recipe_mismatch);
     } else if (r.acquired) {
-        fast_ = false;
+        fast_ = marked_ = false;
+        by_listing_ = true;
+        listed_successor_ = r.has_successor;
         a = finish({});
     } else if (try_only_) {
         abort_ = errc::would_block;
@@ -293,9 +310,12 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
         // does not tell.)
         watched_clear_ = r.watch_is_head && policy_.kind != node_kind::permit;
-        // Our own node needs a watch only if this wait may end without a listing: when the
-        // watched node is the head.
-        own_watched_ = watched_clear_;
+        // An exclusive node may leave with a handoff mark that says it was the head (permits
+        // never use marks: a permit holder is not the head, and a permit waiter watches a node
+        // several places ahead).
+        watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && policy_.kind != node_kind::permit;
+        // Our own node needs a watch only if this wait may end without a listing.
+        own_watched_ = watched_clear_ || watched_markable_;
         a = watch();
     }
     a.duplicates = std::move(duplicates);
@@ -374,10 +394,36 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
         fast_ = true;
+        marked_ = by_listing_ = false;
         return finish({});
     }
     if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
+    if (watched_markable_) {  // did it leave as the head? one small read instead of a listing
+        state_ = state::reading_mark;
+        return {ak::read_mark, dir_, {}, {}};
+    }
     return list();
+}
+
+acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid,
+                                              std::int64_t pzxid)
+{
+    if (state_ != state::reading_mark) return {};
+    if (abort_) return remove();
+    if (!ec) {
+        // The mark names the node we watched (whose deletion we saw, and our own node was still
+        // there: its watch came first), and it was written in the transaction of the path's last
+        // child change: that node's release as the head. Everything up to it is gone.
+        if (mzxid == pzxid && data == handoff_mark(base_name(watched_))) {
+            fast_ = marked_ = true;
+            by_listing_ = false;
+            return finish({});
+        }
+        return list();
+    }
+    if (is_retryable(ec)) return wait_connected(state::listing);
+    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    return list();  // no_auth (a path we may not read), no_node...: the listing says what to do
 }
 
 acquire_fsm::action acquire_fsm::on_removed(error_code ec)
@@ -399,6 +445,7 @@ acquire_fsm::action acquire_fsm::on_own_deleted()
     case state::statting:
     case state::watching:
     case state::waiting:
+    case state::reading_mark:
     case state::waiting_connected: break;
     default: return {};  // not created yet, being removed by us, or done
     }

@@ -161,6 +161,11 @@ private:
                 self->run(self->fsm_.on_count_read(ec, data, st.version));
             });
             break;
+        case ak::read_mark:
+            s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
+                self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid));
+            });
+            break;
         case ak::claim_count:
             s_->set_data(a.path, a.data, a.version, [self](error_code ec, zklock::stat) {
                 self->run(self->fsm_.on_count_claimed(ec));
@@ -223,7 +228,8 @@ private:
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
         lease result;
         if (!ec) {
-            auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_);
+            auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
+                                                    fsm_.mark_on_release() ? fsm_.dir() : std::string());
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());

@@ -1,5 +1,7 @@
 #include "lease_state.hpp"
 
+#include <zklock/detail/acquire_fsm.hpp>
+
 #include <boost/asio/cancellation_type.hpp>
 
 namespace zklock {
@@ -19,8 +21,9 @@ const char* to_string(lease_status s) noexcept
 
 namespace zklock::detail {
 
-lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation)
-    : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation)
+lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
+                         std::string mark_dir)
+    : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir))
 {
 }
 
@@ -135,7 +138,9 @@ void lease_state::on_presumed_expired()
     if (status_ != lease_status::held && status_ != lease_status::suspended) return;
     set_lost(errc::session_expired);
     // The session may yet come back (the server may not have expired it): our node must not go on
-    // blocking the queue for a holder that has been told it lost the lock.
+    // blocking the queue for a holder that has been told it lost the lock. Plainly: the successor
+    // lists.
+    mark_dir_.clear();
     remove_node({});
 }
 
@@ -164,19 +169,50 @@ namespace {
 // Deletes a lease's node until it is gone, across connection loss: an operation object, like
 // acquire_op and multi_acquire_op. Gone is gone: deleted now, already (a lost reply, someone
 // else), or with its session (which ended, or expired meanwhile).
+//
+// With a mark directory (an exclusive holder, see acquire_fsm::mark_on_release), the delete
+// carries the handoff: multi(set_data(lock path, handoff_mark(our name)), delete(our node)), one
+// transaction, so the mark exists only if our node left with it, as the head. A multi that fails
+// (our node is gone: it fails as a whole; the lock path refuses our write) becomes the plain
+// delete, and the successor lists as it would for any unmarked deletion.
 class remove_node_op : public std::enable_shared_from_this<remove_node_op> {
 public:
-    remove_node_op(session_ptr s, std::string node, std::uint64_t generation, unique_function<void(error_code)> cb)
-        : s_(std::move(s)), node_(std::move(node)), generation_(generation), cb_(std::move(cb))
+    remove_node_op(session_ptr s, std::string node, std::uint64_t generation, std::string mark_dir,
+                   unique_function<void(error_code)> cb)
+        : s_(std::move(s)), node_(std::move(node)), generation_(generation), mark_dir_(std::move(mark_dir)),
+          cb_(std::move(cb))
     {
     }
 
     void start()
     {
-        s_->remove(node_, -1, [self = shared_from_this()](error_code ec) { self->on_removed(ec); });
+        if (mark_dir_.empty()) {
+            s_->remove(node_, -1, [self = shared_from_this()](error_code ec) { self->on_removed(ec); });
+            return;
+        }
+        std::vector<multi_op> ops;
+        ops.reserve(2);
+        ops.push_back(multi_op::set_data(mark_dir_, handoff_mark(base_name(node_))));
+        ops.push_back(multi_op::remove(node_));
+        s_->multi(ops, [self = shared_from_this()](error_code ec, std::vector<multi_result> results) {
+            self->on_multi(ec, results);
+        });
     }
 
 private:
+    void on_multi(error_code ec, const std::vector<multi_result>& results)
+    {
+        if (!ec) return done({});
+        // Connection loss and the session's end: as for the delete (the same multi again once
+        // connected: if it was applied, it now fails on our node, which is gone).
+        if (is_retryable(ec) || ec == errc::not_connected || ec == zk_errc::session_expired ||
+            ec == zk_errc::closing || ec == errc::session_closed || ec == errc::session_expired)
+            return on_removed(ec);
+        if (results.size() == 2 && results[1].ec == zk_errc::no_node) return done({});  // gone already
+        mark_dir_.clear();  // the mark was refused (no_auth on the lock path...): delete plainly
+        start();
+    }
+
     void on_removed(error_code ec)
     {
         if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing ||
@@ -200,6 +236,7 @@ private:
     session_ptr s_;
     std::string node_;
     std::uint64_t generation_;
+    std::string mark_dir_;
     unique_function<void(error_code)> cb_;
 };
 
@@ -207,7 +244,7 @@ private:
 
 void lease_state::remove_node(unique_function<void(error_code)> cb)
 {
-    std::make_shared<remove_node_op>(s_, node_, generation_, std::move(cb))->start();
+    std::make_shared<remove_node_op>(s_, node_, generation_, mark_dir_, std::move(cb))->start();
 }
 
 void lease_state::wait_lost(unique_function<void(error_code)> cb)

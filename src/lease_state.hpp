@@ -14,7 +14,10 @@ namespace zklock::detail {
 
 class lease_state final : public session_observer, public std::enable_shared_from_this<lease_state> {
 public:
-    lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation);
+    /// `mark_dir`: release with a handoff mark into this lock path (acquire_fsm::mark_on_release),
+    /// or empty: delete plainly.
+    lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
+                std::string mark_dir = {});
 
     /// `adopted`: the data watch the acquire kept on our node while it waited, if any (it becomes
     /// ours at no cost); `revoke_seen`: that watch read a revocation request.
@@ -57,6 +60,7 @@ private:
     std::string node_;
     std::int64_t token_;
     std::uint64_t generation_;
+    std::string mark_dir_;
     lease_status status_ = lease_status::held;
     error_code lost_reason_;
     std::shared_ptr<watch_state> node_watch_;

@@ -188,6 +188,108 @@ TEST_CASE("data written by others: a forged holder mark in a waiter's node never
     });
 }
 
+TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark written by a set_data alone grants nothing")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session a{ex, config_for(servers)}, b{ex, config_for(servers)}, c{ex, config_for(servers)}, raw{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(b);
+        co_await connect(c);
+        co_await connect(raw);
+        const auto path = unique_path("forged-handoff");
+        checker chk;
+        chk.expect_queue_order(path);
+        mutex ma{a, path}, mb{b, path}, mc{c, path};
+
+        // a holds; b and c queue. a was granted by a listing that showed nobody after it: it
+        // deletes plainly (b saw it as the head). b was granted by a handoff: it marks, in the
+        // transaction of its delete, and c (watching b, which was not the head in c's listing)
+        // is granted by that mark.
+        {
+            auto l0 = co_await ma.async_acquire(5s);
+            lease l1, l2;
+            int granted = 0;
+            mb.async_acquire(30s, [&](error_code ec, lease l) {
+                CHECK_FALSE(ec);
+                l1 = std::move(l);
+                ++granted;
+            });
+            REQUIRE(co_await wait_children(raw, path, 2) == 2);
+            mc.async_acquire(30s, [&](error_code ec, lease l) {
+                CHECK_FALSE(ec);
+                l2 = std::move(l);
+                ++granted;
+            });
+            REQUIRE(co_await wait_children(raw, path, 3) == 3);
+            co_await l0.async_release();
+            auto [d0ec, d0, d0st] = co_await raw.async_get_data(path, tuple);
+            CHECK(d0.empty());
+            CHECK(co_await wait_until([&] { return granted == 1; }, 10s));
+            REQUIRE(l1.owns_lock());
+            const std::string l1_name = l1.node().substr(path.size() + 1);
+            co_await l1.async_release();
+            CHECK(co_await wait_until([&] { return granted == 2; }, 10s));
+            auto [dec, data, dst] = co_await raw.async_get_data(path, tuple);
+            REQUIRE_FALSE(dec);
+            CHECK(data == "zklock-released " + l1_name);
+            CHECK(dst.mzxid == dst.pzxid);
+            REQUIRE(l2.owns_lock());
+            co_await l2.async_release();
+        }
+
+        auto la = co_await ma.async_acquire(5s);
+        chk.granted(path, "a", la.fencing_token(), seq_of(la.node()));
+        // b queues behind a (cancellable), c behind b: c watches b, an exclusive node that is not
+        // the head, so b's deletion makes c read the lock path's mark.
+        asio::cancellation_signal cancel_b;
+        bool b_done = false;
+        error_code b_ec;
+        mb.async_acquire(30s, asio::bind_cancellation_slot(cancel_b.slot(), [&](error_code ec, lease) {
+            b_ec = ec;
+            b_done = true;
+        }));
+        REQUIRE(co_await wait_children(raw, path, 2) == 2);
+        lease lc;
+        bool c_done = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await mc.async_acquire(30s, tuple);
+            CHECK_FALSE(ec);
+            lc = std::move(l);
+            if (lc) chk.granted(path, "c", lc.fencing_token(), seq_of(lc.node()));
+            c_done = true;
+        }, asio::detached);
+        REQUIRE(co_await wait_children(raw, path, 3) == 3);
+        auto kids = co_await children_of(raw, path);
+        std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+        const std::string b_node = path + "/" + kids[1];
+        REQUIRE(co_await wait_watched(fault_server(), b_node));
+
+        // Anyone who may write the lock path's data writes b's mark, as b would if it held: a
+        // set_data alone, so its mzxid is not the zxid of the path's last child change.
+        auto [sec, st] = co_await raw.async_set_data(path, "zklock-released " + kids[1], -1, tuple);
+        REQUIRE_FALSE(sec);
+        // b gives up while a holds: its deletion moves the path's pzxid past the forged mark's
+        // mzxid. c reads the mark, must not trust it, and lists: a is still there.
+        cancel_b.emit(asio::cancellation_type::terminal);
+        CHECK(co_await wait_until([&] { return b_done; }, 10s));
+        CHECK(b_ec == asio::error::operation_aborted);
+        co_await sleep_for(700ms);
+        CHECK_FALSE(c_done);  // two holders if c was granted here
+        CHECK(la.status() == lease_status::held);
+
+        chk.released(path, "a");
+        co_await la.async_release();
+        CHECK(co_await wait_until([&] { return c_done; }, 10s));
+        REQUIRE(lc.owns_lock());
+        chk.released(path, "c");
+        co_await lc.async_release();
+        CHECK_MESSAGE(chk.ok(), chk.report());
+        CHECK(chk.grants(path) == 2);
+    });
+}
+
 TEST_CASE("one recipe per path: a semaphore and a mutex (or shared_mutex) refuse to share a path")
 {
     run([]() -> awaitable<void> {

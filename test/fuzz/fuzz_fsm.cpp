@@ -5,7 +5,9 @@
 // their queue nodes, anyone writing data into any node (a forged "holder mark": data must never
 // grant), another session creating a node that carries our attempt id (a forked process, a
 // forgery: an id must never make a node ours), someone deleting our node, the session expiring, a
-// cancel or a timeout, the lock directory being reclaimed. When the bytes run out, the world calms down: every
+// cancel or a timeout, the lock directory being reclaimed; an exclusive head releasing with a
+// handoff mark (multi: the lock path's data and mzxid, and its pzxid, in one transaction), and
+// anyone writing a mark naming any node into the lock path with a set_data alone. When the bytes run out, the world calms down: every
 // request succeeds and the node we wait on goes away, with a cancel first if the first byte says so.
 //
 // Invariants:
@@ -57,7 +59,8 @@ const bool trace = std::getenv("ZKLOCK_FUZZ_TRACE") != nullptr;
 const char* kind_name(ak k)
 {
     static const char* names[] = {"none", "create", "create_parents", "list", "stat_node", "watch",
-                                  "wait_event", "wait_connected", "remove", "read_count", "claim_count", "done"};
+                                  "wait_event", "wait_connected", "remove", "read_count", "claim_count",
+                                  "read_mark", "done"};
     return names[static_cast<int>(k)];
 }
 
@@ -129,6 +132,7 @@ private:
         node_kind kind = policy_.kind == node_kind::permit ? node_kind::permit
                          : in_.pick(2)                     ? node_kind::exclusive
                                                            : node_kind::shared;
+        pzxid_ = zxid_;
         kids_[node_prefix(kind, 0x5000 + next_seq_) + seq10(next_seq_)] = {false, zxid_++};
         ++next_seq_;
     }
@@ -138,6 +142,7 @@ private:
     void add_impostor()
     {
         if (!dir_exists_ || kids_.size() >= 64) return;
+        pzxid_ = zxid_;
         kids_[prefix_ + seq10(next_seq_++)] = {false, zxid_++};
     }
 
@@ -149,10 +154,26 @@ private:
         if (pending_.kind == ak::wait_event) feed(fsm_.on_watch_fired(deleted));
     }
 
-    void remove_node(const std::string& p)
+    // `marked`: the multi of an exclusive head's release, which writes its handoff mark into the
+    // lock path in the transaction of its delete.
+    void remove_node(const std::string& p, bool marked = false)
     {
-        kids_.erase(p.substr(dir_.size() + 1));
+        const std::string name = p.substr(dir_.size() + 1);
+        kids_.erase(name);
+        pzxid_ = zxid_++;
+        if (marked) {
+            dir_data_ = handoff_mark(name);
+            mzxid_ = pzxid_;
+            ++dir_version_;
+        }
         watched_changed(p, true);
+    }
+
+    // Whether `name` is an exclusive node with nothing older: a holder that may release with a mark.
+    bool exclusive_head(const std::string& name) const
+    {
+        const auto q = make_queue(names());
+        return !q.empty() && q.front().name == name && q.front().kind == node_kind::exclusive;
     }
 
     // Check an action of the machine, apply its fire-and-forget part, remember what is in flight.
@@ -226,7 +247,7 @@ private:
         if (kind == ak::none || kind == ak::done) return;
         if (kind == ak::wait_event) {  // nothing to reply: the watched node's owner lets go
             if (session_dead_) return feed(fsm_.on_session_lost(errc::session_expired), true);
-            if (watch_armed_ && exists(watched_)) remove_node(watched_);
+            if (watch_armed_ && exists(watched_)) remove_node(watched_, exclusive_head(watched_.substr(dir_.size() + 1)));
             return;
         }
         pending_ = {};
@@ -241,6 +262,7 @@ private:
             case ak::remove: return feed(fsm_.on_removed(zk_expired), true);
             case ak::read_count: return feed(fsm_.on_count_read(zk_expired, "", 0), true);
             case ak::claim_count: return feed(fsm_.on_count_claimed(zk_expired), true);
+            case ak::read_mark: return feed(fsm_.on_mark_read(zk_expired, "", 0, 0), true);
             default: return;
             }
         }
@@ -255,6 +277,7 @@ private:
             if (apply) {
                 const std::string name = prefix_ + seq10(next_seq_++);
                 czxid = zxid_++;
+                pzxid_ = czxid;
                 kids_[name] = {true, czxid};
                 created = path(name);
                 ours_ever_.insert(created);
@@ -268,6 +291,7 @@ private:
                 dir_exists_ = true;
                 dir_data_.clear();
                 dir_version_ = 0;
+                mzxid_ = pzxid_ = zxid_++;
             }
             return feed(fsm_.on_parents_created(lost ? loss : ok), true);
         case ak::list:
@@ -304,10 +328,16 @@ private:
             else if (apply) {
                 dir_data_ = claim_data_;
                 ++dir_version_;
+                mzxid_ = zxid_++;
                 count_seen_ = true;
             }
             return feed(fsm_.on_count_claimed(lost ? loss : ec), true);
         }
+        case ak::read_mark:
+            FUZZ_CHECK(p == dir_);
+            if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0), true);
+            if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0), true);
+            return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_), true);
         case ak::remove: {
             FUZZ_CHECK(p.starts_with(path(prefix_)));
             const bool existed = exists(p);
@@ -328,7 +358,10 @@ private:
             std::vector<std::string> others;
             for (const auto& [name, n] : kids_)
                 if (!n.ours) others.push_back(name);
-            if (!others.empty()) remove_node(path(others[in_.pick(static_cast<unsigned>(others.size()))]));
+            if (others.empty()) break;
+            const std::string victim = others[in_.pick(static_cast<unsigned>(others.size()))];
+            // A holder at the head releases with its mark, or plainly; anyone else just goes.
+            remove_node(path(victim), exclusive_head(victim) && in_.pick(2) == 0);
             break;
         }
         case 10: {  // anyone writes into any node (e.g. a forged holder mark), or a foreign node takes our id
@@ -357,6 +390,7 @@ private:
             if (in_.pick(4) != 0 || session_dead_) break;
             session_dead_ = true;
             for (auto it = kids_.begin(); it != kids_.end();) it = it->second.ours ? kids_.erase(it) : std::next(it);
+            pzxid_ = zxid_++;
             watch_armed_ = false;
             if (pending_.kind == ak::wait_event) feed(fsm_.on_session_lost(errc::session_expired));
             break;
@@ -370,8 +404,24 @@ private:
                 dir_data_.clear();
                 dir_version_ = 0;
             } else if (dir_exists_ && in_.pick(2)) {
-                dir_data_ = in_.pick(2) ? permit_count_data(policy_.permits) : permit_count_data(policy_.permits + 1);
+                // A count, or a forged handoff mark naming any node (the watched one, often), with
+                // a set_data alone: it must grant nothing.
+                switch (in_.pick(4)) {
+                case 0: dir_data_ = permit_count_data(policy_.permits); break;
+                case 1: dir_data_ = permit_count_data(policy_.permits + 1); break;
+                case 2:
+                    if (!watched_.empty()) {
+                        dir_data_ = handoff_mark(watched_.substr(dir_.size() + 1));
+                        break;
+                    }
+                    [[fallthrough]];
+                default: {
+                    const auto all = names();
+                    dir_data_ = handoff_mark(all.empty() ? "x" : all[in_.pick(static_cast<unsigned>(all.size()))]);
+                }
+                }
                 ++dir_version_;
+                mzxid_ = zxid_++;
             }
             break;
         default: reply(e < 4 ? in_.pick(pending_.kind == ak::create ? 4 : 3) : 0); break;
@@ -404,6 +454,7 @@ private:
         feed(fsm_.on_removed(ok));
         feed(fsm_.on_count_read(ok, "", 0));
         feed(fsm_.on_count_claimed(ok));
+        feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_));
         feed(fsm_.on_session_lost(errc::session_expired));
         FUZZ_CHECK(fsm_.finished());
         FUZZ_CHECK(done_ == 1);
@@ -416,6 +467,7 @@ private:
     bool try_only_;
     std::string dir_data_;          // the lock path's data (a semaphore's count)
     std::int32_t dir_version_ = 0;
+    std::int64_t mzxid_ = 1, pzxid_ = 1;  // the lock path's Stat
     std::int32_t pending_version_ = -1;
     std::string claim_data_;
     bool count_seen_ = false;       // the machine read or wrote our count

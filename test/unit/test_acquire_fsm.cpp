@@ -29,16 +29,17 @@ const error_code ok{};
 const error_code loss = zk_errc::connection_loss;
 const error_code aborted = boost::asio::error::operation_aborted;
 
-// A machine whose node (seq 5) was created behind a holder (seq 1) and a waiter (seq 3): it
-// watches seq 3, which was not the head, so its deletion means "list again".
+// A machine whose node (seq 5) was created behind a holder (seq 1) and a reader (seq 3, of a
+// shared_mutex on the same path): it watches seq 3, which was not the head and never leaves with
+// a handoff mark (only exclusive holders write one), so its deletion means "list again".
 acquire_fsm waiting_machine()
 {
     acquire_fsm f(dir, {}, me, false);
     f.start();
-    auto a = f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(9, 3), name(me, 5)});
+    auto a = f.on_create(ok, path(me, 5), 500, ok, {name(8, 1), name(9, 3, 'r'), name(me, 5)});
     REQUIRE(a.kind == ak::watch);
-    REQUIRE(a.path == path(9, 3));
-    REQUIRE_FALSE(a.watch_own);  // not the head: this wait ends in a listing anyway
+    REQUIRE(a.path == path(9, 3, 'r'));
+    REQUIRE_FALSE(a.watch_own);  // not the head, no mark: this wait ends in a listing anyway
     REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
     return f;
 }
@@ -66,7 +67,10 @@ TEST_CASE("contended: watch only the predecessor, re-check when it fires")
     CHECK(a.kind == ak::watch);
     CHECK(a.path == path(3, 4));  // the immediate predecessor, not the head
     CHECK(f.on_watch_set(ok).kind == ak::wait_event);
-    CHECK(f.on_watch_fired().kind == ak::list);
+    auto m = f.on_watch_fired();
+    CHECK(m.kind == ak::read_mark);  // an exclusive node: did it leave as the head?
+    CHECK(m.path == dir);
+    CHECK(f.on_mark_read(ok, "", 10, 10).kind == ak::list);  // no mark: list
     // The predecessor left, the head did not: now watch the head.
     a = f.on_children(ok, {name(2, 1), name(me, 7), name(4, 9)});
     CHECK(a.kind == ak::watch);
@@ -492,6 +496,130 @@ TEST_CASE("handoff without a re-list")
         CHECK(f.on_cancel(aborted).kind == ak::none);
         CHECK(f.on_watch_set(ok).kind == ak::remove);
     }
+}
+
+TEST_CASE("handoff marks")
+{
+    // We (seq 7) watch seq 4, an exclusive node behind the head (seq 1).
+    auto waiting = [] {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4), name(me, 7), name(4, 9)});
+        REQUIRE(a.kind == ak::watch);
+        REQUIRE(a.path == path(3, 4));
+        REQUIRE(a.watch_own);  // its deletion may grant without a listing: our own node is watched first
+        REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
+        REQUIRE(f.on_watch_fired(true).kind == ak::read_mark);
+        return f;
+    };
+    SUBCASE("the watched node left with a mark naming it, written with the path's last child change: held")
+    {
+        auto f = waiting();
+        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42);
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+        CHECK(f.fast_handoff());
+        CHECK(f.marked_handoff());
+        CHECK(f.mark_on_release());  // a successor of ours cannot tell we are the head
+    }
+    SUBCASE("a mark written by a set_data alone (mzxid is not the last child change): list")
+    {
+        auto f = waiting();
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 42).kind == ak::list);
+        CHECK(f.on_children(ok, {name(2, 1), name(me, 7)}).kind == ak::watch);
+        CHECK_FALSE(f.marked_handoff());
+    }
+    SUBCASE("a later child change (a new waiter) hides the mark: list")
+    {
+        auto f = waiting();
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 44).kind == ak::list);
+    }
+    SUBCASE("a mark that names another node (the one before it): list")
+    {
+        auto f = waiting();
+        CHECK(f.on_mark_read(ok, handoff_mark(name(2, 1)), 42, 42).kind == ak::list);
+        auto g = waiting();
+        CHECK(g.on_mark_read(ok, handoff_mark(name(3, 4)) + "x", 42, 42).kind == ak::list);
+        auto h = waiting();
+        CHECK(h.on_mark_read(ok, permit_count_data(1), 42, 42).kind == ak::list);
+    }
+    SUBCASE("the read fails: connection loss waits and lists; other errors list")
+    {
+        auto f = waiting();
+        CHECK(f.on_mark_read(loss, "", 0, 0).kind == ak::wait_connected);
+        CHECK(f.on_connected().kind == ak::list);
+        auto g = waiting();
+        CHECK(g.on_mark_read(zk_errc::no_auth, "", 0, 0).kind == ak::list);
+        auto h = waiting();
+        CHECK(h.on_mark_read(zk_errc::session_expired, "", 0, 0).ec == errc::session_expired);
+    }
+    SUBCASE("cancel while the mark is read: our node is deleted, whatever the mark says")
+    {
+        auto f = waiting();
+        CHECK(f.on_cancel(aborted).kind == ak::none);
+        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42);
+        CHECK(a.kind == ak::remove);
+        CHECK(f.on_removed(ok).ec == aborted);
+    }
+    SUBCASE("our own node deleted while the mark is read: lock_lost, and the mark grants nothing")
+    {
+        auto f = waiting();
+        CHECK(f.on_own_deleted().ec == errc::lock_lost);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42).kind == ak::none);
+    }
+    SUBCASE("only an exclusive node's deletion is worth a read; a reader's is listed")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4, 'r'), name(me, 7)});
+        CHECK_FALSE(a.watch_own);
+        f.on_watch_set(ok);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("readers use a writer's mark; permits never read one")
+    {
+        acquire_fsm r(dir, {node_kind::shared, 1}, me, false);
+        r.start();
+        auto a = r.on_create(ok, path(me, 7, 'r'), 1, ok, {name(2, 1), name(3, 4), name(5, 5, 'r'), name(me, 7, 'r')});
+        CHECK(a.path == path(3, 4));  // the nearest writer
+        r.on_watch_set(ok);
+        CHECK(r.on_watch_fired(true).kind == ak::read_mark);
+        CHECK(r.on_mark_read(ok, handoff_mark(name(3, 4)), 9, 9).kind == ak::done);
+        CHECK_FALSE(r.mark_on_release());  // a reader never writes one
+
+        acquire_fsm p(dir, {node_kind::permit, 1, false, true}, me, false);
+        p.start();
+        CHECK_FALSE(p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')}).watch_own);
+        p.on_watch_set(ok);
+        CHECK(p.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("who releases with a mark")
+    {
+        acquire_fsm alone(dir, {}, me, false);
+        alone.start();
+        REQUIRE(alone.on_create(ok, path(me, 1), 1, ok, {name(me, 1)}).kind == ak::done);
+        CHECK_FALSE(alone.mark_on_release());  // whoever queues later sees us as the head
+        acquire_fsm followed(dir, {}, me, false);
+        followed.start();
+        REQUIRE(followed.on_create(ok, path(me, 1), 1, ok, {name(me, 1), name(2, 2)}).kind == ak::done);
+        CHECK(followed.mark_on_release());  // seq 2 may have listed while seq 0 still held
+        acquire_fsm behind_head(dir, {}, me, false);
+        behind_head.start();
+        REQUIRE(behind_head.on_create(ok, path(me, 5), 1, ok, {name(2, 1), name(me, 5)}).kind == ak::watch);
+        behind_head.on_watch_set(ok);
+        REQUIRE(behind_head.on_watch_fired(true).kind == ak::done);
+        CHECK(behind_head.mark_on_release());
+    }
+}
+
+TEST_CASE("a semaphore treats a handoff mark as no count stored")
+{
+    acquire_fsm f(dir, {node_kind::permit, 2}, me, false);
+    CHECK(f.start().kind == ak::read_count);
+    auto a = f.on_count_read(ok, handoff_mark(name(2, 1)), 3);
+    CHECK(a.kind == ak::claim_count);
+    CHECK(a.data == permit_count_data(2));
+    CHECK(a.version == 3);
 }
 
 TEST_CASE("queue policies")

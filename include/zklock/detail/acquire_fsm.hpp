@@ -20,13 +20,18 @@
 // completes at once there. A driver that has seen the count verified may say so (count_known) and
 // skip the read on later acquires; a create that finds the path gone verifies it again.
 //
-// Handoff without a re-list: when the watched node was the oldest queue node in our own listing,
-// nothing older can ever appear (sequence numbers only grow), so its deletion means we hold the
-// lock and no get_children round trip is needed. That rests only on what the server reports (the
-// listing, the deletion event, and our own node still existing, watched since before): a client
-// that may not create or delete in the lock directory cannot forge any of it. Data written into a
-// node (by anyone its ACL lets write) never grants anything. Every other deletion, and every
-// change we cannot interpret, falls back to listing.
+// Handoff without a re-list, two ways (docs/handoff.md has the whole argument):
+//  * the watched node was the oldest queue node in our own listing: nothing older can ever appear
+//    (sequence numbers only grow), so its deletion means we hold the lock;
+//  * the watched node is an exclusive node and it left with a handoff mark: an exclusive holder
+//    (always the oldest node) releases with multi(set_data(lock path, "zklock-released <its
+//    name>"), delete(its node)). On the deletion we read the lock path once (read_mark): the mark
+//    must name the node we watched, and the path's mzxid must equal its pzxid (the data was
+//    written in the same transaction as its last child change, which a set_data alone cannot
+//    do). Then everything up to the watched node is gone, as in the first case.
+// Both rest also on our own node still existing (watched since before the predecessor, so its
+// deletion is heard first). Data written into a queue node never grants anything. Every other
+// deletion, and every change we cannot interpret, falls back to listing.
 //
 // One recipe per path: a semaphore's permits and exclusive/shared nodes never share a lock path.
 // The younger of two such nodes always sees the older in its first listing (which follows its
@@ -55,6 +60,12 @@ struct queue_policy {
 
 /// The data a semaphore's lock path stores: its permit count.
 std::string permit_count_data(std::uint32_t permits);
+
+/// The handoff mark an exclusive holder writes into its lock path as it releases: it names the
+/// holder's node (its name, not its path).
+std::string handoff_mark(std::string_view node_name);
+/// Whether a lock path's data is a handoff mark (a semaphore treats it as "no count stored").
+bool is_handoff_mark(std::string_view data) noexcept;
 
 /// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue).
 struct verdict {
@@ -101,6 +112,7 @@ public:
         remove,          ///< delete our node `path`
         read_count,      ///< get_data(`path`): the semaphore's stored permit count
         claim_count,     ///< set_data(`path`, `data`, `version`): store our permit count
+        read_mark,       ///< get_data(`path`), the lock path: its handoff mark, mzxid and pzxid
         done,            ///< complete with `ec` (empty: acquired)
     };
 
@@ -131,6 +143,8 @@ public:
     action on_count_read(error_code ec, const std::string& data, std::int32_t version);
     /// The reply to claim_count.
     action on_count_claimed(error_code ec);
+    /// The reply to read_mark: the lock path's data, and its Stat's mzxid and pzxid.
+    action on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid, std::int64_t pzxid);
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
@@ -161,6 +175,16 @@ public:
     std::int64_t fencing_token() const noexcept { return czxid_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
     bool fast_handoff() const noexcept { return fast_; }
+    /// Whether that grant came from a handoff mark (diagnostics, tests).
+    bool marked_handoff() const noexcept { return marked_; }
+    /// Whether the holder should release with a handoff mark: an exclusive node (a mutex, a
+    /// shared_mutex's writer) that may have a successor that cannot tell it was the head. Only a
+    /// holder granted by a listing that showed nobody after it deletes plainly: anyone who queued
+    /// later saw it as the head of their own listing.
+    bool mark_on_release() const noexcept
+    {
+        return policy_.kind == node_kind::exclusive && (!by_listing_ || listed_successor_);
+    }
     /// The queue position we last saw (0 = head), for diagnostics.
     std::size_t last_position() const noexcept { return position_; }
     const std::string& dir() const noexcept { return dir_; }
@@ -179,7 +203,7 @@ public:
 private:
     enum class state {
         idle, reading_count, claiming_count, creating, creating_parents, listing, statting, watching, waiting,
-        waiting_connected, removing, done
+        reading_mark, waiting_connected, removing, done
     };
 
     action create();
@@ -214,8 +238,12 @@ private:
     error_code abort_;
     std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
+    bool watched_markable_ = false;  // the watched node may leave with a handoff mark: read it on deletion
     bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
     bool fast_ = false;
+    bool marked_ = false;
+    bool by_listing_ = false;        // granted by a listing (not by a handoff)
+    bool listed_successor_ = false;  // that listing showed a node after ours
 };
 
 }  // namespace zklock::detail
