@@ -35,6 +35,7 @@ scan_result scan_queue(const std::vector<std::string>& children, std::string_vie
                        const queue_policy& policy)
 {
     scan_result r;
+    r.size = children.size();
     const auto own = parse_queue_view(own_name);
     if (!own) return r;
     std::int64_t head_seq = own->seq;
@@ -314,8 +315,10 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
         // never use marks: a permit holder is not the head, and a permit waiter watches a node
         // several places ahead).
         watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && policy_.kind != node_kind::permit;
-        // Our own node needs a watch only if this wait may end without a listing.
-        own_watched_ = watched_clear_ || watched_markable_;
+        listed_size_ = r.size;
+        // Our own node needs a watch only if this wait may end without any further request (a
+        // mark read checks our node in the same round trip).
+        own_watched_ = watched_clear_;
         a = watch();
     }
     a.duplicates = std::move(duplicates);
@@ -386,7 +389,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
     return fail(ec);
 }
 
-acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
+acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_hint)
 {
     if (state_ != state::waiting) return {};
     if (abort_) return remove();
@@ -398,7 +401,8 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
         return finish({});
     }
     if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
-    if (watched_markable_) {  // did it leave as the head? one small read instead of a listing
+    if (watched_markable_ && std::max(queue_hint, listed_size_) >= min_queue_for_mark) {
+        // Did it leave as the head? Two small reads instead of listing a long queue.
         state_ = state::reading_mark;
         return {ak::read_mark, dir_, {}, {}};
     }
@@ -406,14 +410,18 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted)
 }
 
 acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid,
-                                              std::int64_t pzxid)
+                                              std::int64_t pzxid, bool own_exists)
 {
     if (state_ != state::reading_mark) return {};
+    if (!ec && !own_exists) {  // someone deleted our node
+        own_.clear();
+        return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+    }
     if (abort_) return remove();
     if (!ec) {
-        // The mark names the node we watched (whose deletion we saw, and our own node was still
-        // there: its watch came first), and it was written in the transaction of the path's last
-        // child change: that node's release as the head. Everything up to it is gone.
+        // The mark names the node we watched (whose deletion we saw; both reads were sent after
+        // it, and our own node still exists), and it was written in the transaction of the path's
+        // last child change: that node's release as the head. Everything up to it is gone.
         if (mzxid == pzxid && data == handoff_mark(base_name(watched_))) {
             fast_ = marked_ = true;
             by_listing_ = false;

@@ -115,6 +115,7 @@ private:
                        });
             s_->get_children(fsm_.dir(), nullptr, [self, created](error_code ec, std::vector<std::string> c) {
                 auto& [cec, path, czxid] = *created;
+                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), c.size());
                 self->run(self->fsm_.on_create(cec, std::move(path), czxid, ec, c));
             });
             break;
@@ -124,6 +125,7 @@ private:
             break;
         case ak::list:
             s_->get_children(a.path, nullptr, [self](error_code ec, std::vector<std::string> c) {
+                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), c.size());
                 self->run(self->fsm_.on_children(ec, c));
             });
             break;
@@ -144,7 +146,8 @@ private:
         case ak::wait_event:
             watch_->wait([self](error_code ec, watch_event ev) {
                 self->run(ec ? self->fsm_.on_session_lost(ec)
-                             : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted));
+                             : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted,
+                                                         self->s_->queue_size_hint(self->fsm_.dir())));
             });
             break;
         case ak::wait_connected:
@@ -161,11 +164,19 @@ private:
                 self->run(self->fsm_.on_count_read(ec, data, st.version));
             });
             break;
-        case ak::read_mark:
-            s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
-                self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid));
+        case ak::read_mark: {
+            // The lock path's mark and our own node, in one round trip (one session's replies
+            // arrive in order: the exists() reply comes second).
+            auto mark = std::make_shared<std::tuple<error_code, std::string, zklock::stat>>();
+            s_->get_data(a.path, nullptr, [mark](error_code ec, std::string data, zklock::stat st) {
+                *mark = {ec, std::move(data), st};
+            });
+            s_->exists(fsm_.own_node(), nullptr, [self, mark](error_code ec, std::optional<zklock::stat> st) {
+                auto& [mec, data, mst] = *mark;
+                self->run(self->fsm_.on_mark_read(mec ? mec : ec, data, mst.mzxid, mst.pzxid, st.has_value()));
             });
             break;
+        }
         case ak::claim_count:
             s_->set_data(a.path, a.data, a.version, [self](error_code ec, zklock::stat) {
                 self->run(self->fsm_.on_count_claimed(ec));

@@ -441,6 +441,24 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     submit(std::move(r), rc);
 }
 
+void session_impl::note_queue_size(const std::string& dir, std::size_t n)
+{
+    for (auto& q : queue_sizes_)
+        if (q.dir == dir) {
+            q.n = n;
+            return;
+        }
+    queue_sizes_[next_queue_size_] = {dir, n};
+    next_queue_size_ = (next_queue_size_ + 1) % queue_sizes_.size();
+}
+
+std::size_t session_impl::queue_size_hint(const std::string& dir) const noexcept
+{
+    for (const auto& q : queue_sizes_)
+        if (q.dir == dir) return q.n;
+    return 0;
+}
+
 namespace {
 
 void create_containers_from(const session_ptr& s, std::string dir, std::size_t from, void_cb cb)

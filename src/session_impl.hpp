@@ -37,6 +37,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -77,6 +78,12 @@ public:
     /// errc::request_too_large if a request with this much path and data would exceed
     /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
     error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
+
+    /// How long `dir`'s queue was in the latest listing an acquire of this session saw (0: none
+    /// remembered): a waiter whose predecessor just left decides from it whether to read the
+    /// handoff mark or list again. A few lock paths are remembered, the oldest forgotten first.
+    void note_queue_size(const std::string& dir, std::size_t n);
+    std::size_t queue_size_hint(const std::string& dir) const noexcept;
 
     /// Completes once connected (posted if that is known now). Returns an id for cancel_connect,
     /// 0 if the outcome was known at once.
@@ -171,6 +178,12 @@ private:
     std::vector<unique_function<void(error_code, session_state)>> state_waiters_;
     watch_table watches_;
     std::vector<std::weak_ptr<session_observer>> observers_;
+    struct queue_size {
+        std::string dir;
+        std::size_t n = 0;
+    };
+    std::array<queue_size, 8> queue_sizes_;
+    std::size_t next_queue_size_ = 0;
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the

@@ -3,6 +3,8 @@
 // the server refuses, overflowing durations, and inconsistent answers to the same question.
 #include "fault_common.hpp"
 
+#include <zklock/detail/acquire_fsm.hpp>
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
@@ -202,6 +204,18 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
         checker chk;
         chk.expect_queue_order(path);
         mutex ma{a, path}, mb{b, path}, mc{c, path};
+        // A long listing (children that are not lock nodes count: listing them costs the same):
+        // a waiter whose predecessor leaves reads the mark rather than list again.
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {  // the path and its parents
+            auto [pec, pp, pst] = co_await raw.async_create(path.substr(0, slash), "", create_mode::persistent, tuple);
+            REQUIRE((!pec || pec == zk_errc::node_exists));
+            if (slash == std::string::npos) break;
+        }
+        for (std::size_t i = 0; i < detail::acquire_fsm::min_queue_for_mark; ++i) {
+            auto [jec, jp, jst] = co_await raw.async_create(path + "/junk-" + std::to_string(i), "", create_mode::persistent, tuple);
+            REQUIRE_FALSE(jec);
+        }
+        const std::size_t junk = detail::acquire_fsm::min_queue_for_mark;
 
         // a holds; b and c queue. a was granted by a listing that showed nobody after it: it
         // deletes plainly (b saw it as the head). b was granted by a handoff: it marks, in the
@@ -216,13 +230,13 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
                 l1 = std::move(l);
                 ++granted;
             });
-            REQUIRE(co_await wait_children(raw, path, 2) == 2);
+            REQUIRE(co_await wait_children(raw, path, junk + 2) == junk + 2);
             mc.async_acquire(30s, [&](error_code ec, lease l) {
                 CHECK_FALSE(ec);
                 l2 = std::move(l);
                 ++granted;
             });
-            REQUIRE(co_await wait_children(raw, path, 3) == 3);
+            REQUIRE(co_await wait_children(raw, path, junk + 3) == junk + 3);
             co_await l0.async_release();
             auto [d0ec, d0, d0st] = co_await raw.async_get_data(path, tuple);
             CHECK(d0.empty());
@@ -250,7 +264,7 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
             b_ec = ec;
             b_done = true;
         }));
-        REQUIRE(co_await wait_children(raw, path, 2) == 2);
+        REQUIRE(co_await wait_children(raw, path, junk + 2) == junk + 2);
         lease lc;
         bool c_done = false;
         asio::co_spawn(ex, [&]() -> awaitable<void> {
@@ -260,9 +274,11 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
             if (lc) chk.granted(path, "c", lc.fencing_token(), seq_of(lc.node()));
             c_done = true;
         }, asio::detached);
-        REQUIRE(co_await wait_children(raw, path, 3) == 3);
+        REQUIRE(co_await wait_children(raw, path, junk + 3) == junk + 3);
         auto kids = co_await children_of(raw, path);
+        std::erase_if(kids, [](const std::string& k) { return k.starts_with("junk-"); });
         std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+        REQUIRE(kids.size() == 3);
         const std::string b_node = path + "/" + kids[1];
         REQUIRE(co_await wait_watched(fault_server(), b_node));
 

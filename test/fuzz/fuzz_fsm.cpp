@@ -80,7 +80,8 @@ class world {
 public:
     explicit world(bytes& in)
         : in_(in), policy_(make_policy(in.pick(256))), try_only_(in.pick(4) == 0), dir_exists_(in.pick(4) != 0),
-          cancel_in_calm_(in.pick(2) == 0), fsm_(dir_, policy_, me_, try_only_),
+          cancel_in_calm_(in.pick(2) == 0), queue_hint_(in.pick(4) == 0 ? 0 : acquire_fsm::min_queue_for_mark),
+          fsm_(dir_, policy_, me_, try_only_),
           prefix_(node_prefix(policy_.kind, me_))
     {
         if (dir_exists_) {
@@ -151,7 +152,7 @@ private:
     {
         if (!watch_armed_ || watched_ != p) return;
         watch_armed_ = false;
-        if (pending_.kind == ak::wait_event) feed(fsm_.on_watch_fired(deleted));
+        if (pending_.kind == ak::wait_event) feed(fsm_.on_watch_fired(deleted, queue_hint_));
     }
 
     // `marked`: the multi of an exclusive head's release, which writes its handoff mark into the
@@ -262,7 +263,7 @@ private:
             case ak::remove: return feed(fsm_.on_removed(zk_expired), true);
             case ak::read_count: return feed(fsm_.on_count_read(zk_expired, "", 0), true);
             case ak::claim_count: return feed(fsm_.on_count_claimed(zk_expired), true);
-            case ak::read_mark: return feed(fsm_.on_mark_read(zk_expired, "", 0, 0), true);
+            case ak::read_mark: return feed(fsm_.on_mark_read(zk_expired, "", 0, 0, false), true);
             default: return;
             }
         }
@@ -335,9 +336,10 @@ private:
         }
         case ak::read_mark:
             FUZZ_CHECK(p == dir_);
-            if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0), true);
-            if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0), true);
-            return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_), true);
+            // The driver sends exists(our node) right behind the read: both see the same state.
+            if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0, false), true);
+            if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0, false), true);
+            return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, exists(fsm_.own_node())), true);
         case ak::remove: {
             FUZZ_CHECK(p.starts_with(path(prefix_)));
             const bool existed = exists(p);
@@ -454,7 +456,7 @@ private:
         feed(fsm_.on_removed(ok));
         feed(fsm_.on_count_read(ok, "", 0));
         feed(fsm_.on_count_claimed(ok));
-        feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_));
+        feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, true));
         feed(fsm_.on_session_lost(errc::session_expired));
         FUZZ_CHECK(fsm_.finished());
         FUZZ_CHECK(done_ == 1);
@@ -473,6 +475,7 @@ private:
     bool count_seen_ = false;       // the machine read or wrote our count
     bool dir_exists_;
     bool cancel_in_calm_;
+    std::size_t queue_hint_;  // what the driver's session says of the queue's length (long: marks are read)
     acquire_fsm fsm_;
     std::string prefix_;
 

@@ -67,10 +67,7 @@ TEST_CASE("contended: watch only the predecessor, re-check when it fires")
     CHECK(a.kind == ak::watch);
     CHECK(a.path == path(3, 4));  // the immediate predecessor, not the head
     CHECK(f.on_watch_set(ok).kind == ak::wait_event);
-    auto m = f.on_watch_fired();
-    CHECK(m.kind == ak::read_mark);  // an exclusive node: did it leave as the head?
-    CHECK(m.path == dir);
-    CHECK(f.on_mark_read(ok, "", 10, 10).kind == ak::list);  // no mark: list
+    CHECK(f.on_watch_fired().kind == ak::list);  // a short queue: list again
     // The predecessor left, the head did not: now watch the head.
     a = f.on_children(ok, {name(2, 1), name(me, 7), name(4, 9)});
     CHECK(a.kind == ak::watch);
@@ -500,22 +497,50 @@ TEST_CASE("handoff without a re-list")
 
 TEST_CASE("handoff marks")
 {
-    // We (seq 7) watch seq 4, an exclusive node behind the head (seq 1).
+    // We (seq 7) watch seq 4, an exclusive node behind the head (seq 1), in a long queue.
+    constexpr std::size_t long_queue = acquire_fsm::min_queue_for_mark;
     auto waiting = [] {
         acquire_fsm f(dir, {}, me, false);
         f.start();
         auto a = f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4), name(me, 7), name(4, 9)});
         REQUIRE(a.kind == ak::watch);
         REQUIRE(a.path == path(3, 4));
-        REQUIRE(a.watch_own);  // its deletion may grant without a listing: our own node is watched first
+        REQUIRE_FALSE(a.watch_own);  // the mark read checks our own node itself
         REQUIRE(f.on_watch_set(ok).kind == ak::wait_event);
-        REQUIRE(f.on_watch_fired(true).kind == ak::read_mark);
+        auto m = f.on_watch_fired(true, long_queue);
+        REQUIRE(m.kind == ak::read_mark);
+        REQUIRE(m.path == dir);
         return f;
     };
+    SUBCASE("in a short queue (our listing, and the latest of our session) the waiter lists again")
+    {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4), name(me, 7)});
+        f.on_watch_set(ok);
+        CHECK(f.on_watch_fired(true, acquire_fsm::min_queue_for_mark - 1).kind == ak::list);
+        // Our own listing is enough to know the queue is long.
+        acquire_fsm g(dir, {}, me, false);
+        g.start();
+        std::vector<std::string> q;
+        for (int i = 0; i < static_cast<int>(acquire_fsm::min_queue_for_mark); ++i) q.push_back(name(100 + i, 10 + i));
+        q.push_back(name(me, 5000));
+        REQUIRE(g.on_create(ok, path(me, 5000), 1, ok, q).kind == ak::watch);
+        g.on_watch_set(ok);
+        CHECK(g.on_watch_fired(true).kind == ak::read_mark);
+    }
+    SUBCASE("our own node is gone (the exists in the same round trip says so): lock_lost, whatever the mark says")
+    {
+        auto f = waiting();
+        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42, false);
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::lock_lost);
+        CHECK(f.own_node().empty());
+    }
     SUBCASE("the watched node left with a mark naming it, written with the path's last child change: held")
     {
         auto f = waiting();
-        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42);
+        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42, true);
         CHECK(a.kind == ak::done);
         CHECK_FALSE(a.ec);
         CHECK(f.fast_handoff());
@@ -525,39 +550,39 @@ TEST_CASE("handoff marks")
     SUBCASE("a mark written by a set_data alone (mzxid is not the last child change): list")
     {
         auto f = waiting();
-        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 42).kind == ak::list);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 42, true).kind == ak::list);
         CHECK(f.on_children(ok, {name(2, 1), name(me, 7)}).kind == ak::watch);
         CHECK_FALSE(f.marked_handoff());
     }
     SUBCASE("a later child change (a new waiter) hides the mark: list")
     {
         auto f = waiting();
-        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 44).kind == ak::list);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 44, true).kind == ak::list);
     }
     SUBCASE("a mark that names another node (the one before it): list")
     {
         auto f = waiting();
-        CHECK(f.on_mark_read(ok, handoff_mark(name(2, 1)), 42, 42).kind == ak::list);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(2, 1)), 42, 42, true).kind == ak::list);
         auto g = waiting();
-        CHECK(g.on_mark_read(ok, handoff_mark(name(3, 4)) + "x", 42, 42).kind == ak::list);
+        CHECK(g.on_mark_read(ok, handoff_mark(name(3, 4)) + "x", 42, 42, true).kind == ak::list);
         auto h = waiting();
-        CHECK(h.on_mark_read(ok, permit_count_data(1), 42, 42).kind == ak::list);
+        CHECK(h.on_mark_read(ok, permit_count_data(1), 42, 42, true).kind == ak::list);
     }
     SUBCASE("the read fails: connection loss waits and lists; other errors list")
     {
         auto f = waiting();
-        CHECK(f.on_mark_read(loss, "", 0, 0).kind == ak::wait_connected);
+        CHECK(f.on_mark_read(loss, "", 0, 0, true).kind == ak::wait_connected);
         CHECK(f.on_connected().kind == ak::list);
         auto g = waiting();
-        CHECK(g.on_mark_read(zk_errc::no_auth, "", 0, 0).kind == ak::list);
+        CHECK(g.on_mark_read(zk_errc::no_auth, "", 0, 0, true).kind == ak::list);
         auto h = waiting();
-        CHECK(h.on_mark_read(zk_errc::session_expired, "", 0, 0).ec == errc::session_expired);
+        CHECK(h.on_mark_read(zk_errc::session_expired, "", 0, 0, true).ec == errc::session_expired);
     }
     SUBCASE("cancel while the mark is read: our node is deleted, whatever the mark says")
     {
         auto f = waiting();
         CHECK(f.on_cancel(aborted).kind == ak::none);
-        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42);
+        auto a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42, true);
         CHECK(a.kind == ak::remove);
         CHECK(f.on_removed(ok).ec == aborted);
     }
@@ -565,7 +590,7 @@ TEST_CASE("handoff marks")
     {
         auto f = waiting();
         CHECK(f.on_own_deleted().ec == errc::lock_lost);
-        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42).kind == ak::none);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 42, 42, true).kind == ak::none);
     }
     SUBCASE("only an exclusive node's deletion is worth a read; a reader's is listed")
     {
@@ -574,7 +599,7 @@ TEST_CASE("handoff marks")
         auto a = f.on_create(ok, path(me, 7), 1, ok, {name(2, 1), name(3, 4, 'r'), name(me, 7)});
         CHECK_FALSE(a.watch_own);
         f.on_watch_set(ok);
-        CHECK(f.on_watch_fired(true).kind == ak::list);
+        CHECK(f.on_watch_fired(true, long_queue).kind == ak::list);
     }
     SUBCASE("readers use a writer's mark; permits never read one")
     {
@@ -583,15 +608,15 @@ TEST_CASE("handoff marks")
         auto a = r.on_create(ok, path(me, 7, 'r'), 1, ok, {name(2, 1), name(3, 4), name(5, 5, 'r'), name(me, 7, 'r')});
         CHECK(a.path == path(3, 4));  // the nearest writer
         r.on_watch_set(ok);
-        CHECK(r.on_watch_fired(true).kind == ak::read_mark);
-        CHECK(r.on_mark_read(ok, handoff_mark(name(3, 4)), 9, 9).kind == ak::done);
+        CHECK(r.on_watch_fired(true, long_queue).kind == ak::read_mark);
+        CHECK(r.on_mark_read(ok, handoff_mark(name(3, 4)), 9, 9, true).kind == ak::done);
         CHECK_FALSE(r.mark_on_release());  // a reader never writes one
 
         acquire_fsm p(dir, {node_kind::permit, 1, false, true}, me, false);
         p.start();
         CHECK_FALSE(p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')}).watch_own);
         p.on_watch_set(ok);
-        CHECK(p.on_watch_fired(true).kind == ak::list);
+        CHECK(p.on_watch_fired(true, long_queue).kind == ak::list);
     }
     SUBCASE("who releases with a mark")
     {

@@ -25,13 +25,15 @@
 //    (sequence numbers only grow), so its deletion means we hold the lock;
 //  * the watched node is an exclusive node and it left with a handoff mark: an exclusive holder
 //    (always the oldest node) releases with multi(set_data(lock path, "zklock-released <its
-//    name>"), delete(its node)). On the deletion we read the lock path once (read_mark): the mark
-//    must name the node we watched, and the path's mzxid must equal its pzxid (the data was
-//    written in the same transaction as its last child change, which a set_data alone cannot
-//    do). Then everything up to the watched node is gone, as in the first case.
-// Both rest also on our own node still existing (watched since before the predecessor, so its
-// deletion is heard first). Data written into a queue node never grants anything. Every other
-// deletion, and every change we cannot interpret, falls back to listing.
+//    name>"), delete(its node)). On the deletion we read the lock path once (read_mark, with an
+//    exists() of our own node in the same round trip): the mark must name the node we watched,
+//    and the path's mzxid must equal its pzxid (the data was written in the same transaction as
+//    its last child change, which a set_data alone cannot do). Then everything up to the watched
+//    node is gone, as in the first case. A short queue is listed instead (see min_queue_for_mark).
+// Both rest also on our own node still existing: in the first case it is watched since before the
+// predecessor (its deletion is heard first), in the second the exists() says so. Data written into
+// a queue node never grants anything. Every other deletion, and every change we cannot interpret,
+// falls back to listing.
 //
 // One recipe per path: a semaphore's permits and exclusive/shared nodes never share a lock path.
 // The younger of two such nodes always sees the older in its first listing (which follows its
@@ -87,6 +89,7 @@ struct scan_result {
     node_kind watch_kind = node_kind::exclusive;
     bool watch_is_head = false;  ///< when blocked: no queue node is older than `watch`
     std::size_t position = 0;    ///< queue nodes before ours
+    std::size_t size = 0;        ///< children in the listing (what listing again would cost)
     bool has_successor = false;  ///< a queue node after ours
     std::vector<std::string_view> duplicates;  ///< other children with our attempt id
     bool recipe_mismatch = false;  ///< a node of another recipe (permit vs exclusive/shared) is before ours
@@ -112,7 +115,8 @@ public:
         remove,          ///< delete our node `path`
         read_count,      ///< get_data(`path`): the semaphore's stored permit count
         claim_count,     ///< set_data(`path`, `data`, `version`): store our permit count
-        read_mark,       ///< get_data(`path`), the lock path: its handoff mark, mzxid and pzxid
+        read_mark,       ///< get_data(`path`), the lock path (its handoff mark, mzxid and pzxid), and
+                         ///< exists(own_node()) in the same round trip
         done,            ///< complete with `ec` (empty: acquired)
     };
 
@@ -143,15 +147,20 @@ public:
     action on_count_read(error_code ec, const std::string& data, std::int32_t version);
     /// The reply to claim_count.
     action on_count_claimed(error_code ec);
-    /// The reply to read_mark: the lock path's data, and its Stat's mzxid and pzxid.
-    action on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid, std::int64_t pzxid);
+    /// The replies to read_mark: the lock path's data, its Stat's mzxid and pzxid, and whether our
+    /// own node exists (`ec`: the first error of the two).
+    action on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid, std::int64_t pzxid,
+                        bool own_exists);
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
     /// The watch on the node we wait on is set (or failed).
     action on_watch_set(error_code ec);
     /// The watched node was deleted (`deleted`) or its data changed.
-    action on_watch_fired(bool deleted = true);
+    /// `queue_hint`: how long the queue was in the latest listing of this session (the driver's
+    /// session remembers it): a deletion of an exclusive node is worth a mark read only in a long
+    /// queue (min_queue_for_mark).
+    action on_watch_fired(bool deleted = true, std::size_t queue_hint = 0);
     action on_removed(error_code ec);
     /// Our own node was deleted by someone else: the driver keeps a data watch on it once a watch
     /// action asked for one (watch_own). Completes with errc::lock_lost (or the pending cancel's
@@ -190,6 +199,12 @@ public:
     const std::string& dir() const noexcept { return dir_; }
     const queue_policy& policy() const noexcept { return policy_; }
 
+    /// A waiter reads the handoff mark instead of listing again only when the lock path had at
+    /// least this many children in the latest listing it knows of (its own, or a later one of its session): a mark
+    /// costs two small requests (the read and the exists), a listing one request whose size grows
+    /// with the queue, and a mark read that fails (a child change came between) a listing more.
+    /// Measured on loopback (bench C64): with 64 nodes listing again is the cheaper for the server.
+    static constexpr std::size_t min_queue_for_mark = 256;
     static constexpr int max_parent_retries = 16;
     /// Reads and claims of the permit count before the acquire gives up (others keep changing it,
     /// or the connection keeps failing).
@@ -239,6 +254,7 @@ private:
     std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
     bool watched_markable_ = false;  // the watched node may leave with a handoff mark: read it on deletion
+    std::size_t listed_size_ = 0;    // children in our latest listing
     bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
     bool fast_ = false;
     bool marked_ = false;
