@@ -31,59 +31,54 @@ verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_
     return {false, 0};
 }
 
-scan_result scan_queue(const std::vector<std::string>& children, std::string_view own_name, std::uint64_t own_id,
-                       const queue_policy& policy)
+scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_t own_id, const queue_policy& policy)
 {
     scan_result r;
-    r.size = children.size();
+    r.size = l.children();
     const auto own = parse_queue_view(own_name);
     if (!own) return r;
     std::int64_t head_seq = own->seq;
-    std::optional<queue_view> pred;  // exclusive: the node just before us; shared: the nearest writer
+    const listing::node* pred = nullptr;  // exclusive: the node just before us; shared: the nearest writer
     // Permits: the `permits` youngest permit nodes before us, oldest on top.
-    using entry = std::pair<std::int64_t, std::string_view>;
+    using entry = std::pair<std::int64_t, const listing::node*>;
     std::priority_queue<entry, std::vector<entry>, std::greater<>> permits;
-    for (const auto& c : children) {
-        const auto n = parse_queue_view(c);
-        if (!n) continue;
-        if (n->name == own_name) {
+    for (const auto& n : l.nodes()) {
+        if (n.seq == own->seq && l.name(n) == own_name) {
             r.found = true;
             continue;
         }
-        if (n->id == own_id) r.duplicates.push_back(n->name);
-        head_seq = std::min(head_seq, n->seq);
-        if (n->seq > own->seq) {
+        if (n.id == own_id) r.duplicates.push_back(l.name(n));
+        head_seq = std::min(head_seq, n.seq);
+        if (n.seq > own->seq) {
             r.has_successor = true;
             continue;
         }
         ++r.position;
-        if ((n->kind == node_kind::permit) != (policy.kind == node_kind::permit)) r.recipe_mismatch = true;
+        if ((n.kind == node_kind::permit) != (policy.kind == node_kind::permit)) r.recipe_mismatch = true;
         switch (policy.kind) {
         case node_kind::exclusive:
-            if (!pred || n->seq > pred->seq) pred = n;
+            if (!pred || n.seq > pred->seq) pred = &n;
             break;
         case node_kind::shared:
-            if (n->kind == node_kind::exclusive && (!pred || n->seq > pred->seq)) pred = n;
+            if (n.kind == node_kind::exclusive && (!pred || n.seq > pred->seq)) pred = &n;
             break;
         case node_kind::permit:
-            if (n->kind != node_kind::permit) break;
-            if (permits.size() < policy.permits) permits.emplace(n->seq, n->name);
-            else if (policy.permits > 0 && n->seq > permits.top().first) {
+            if (n.kind != node_kind::permit) break;
+            if (permits.size() < policy.permits) permits.emplace(n.seq, &n);
+            else if (policy.permits > 0 && n.seq > permits.top().first) {
                 permits.pop();
-                permits.emplace(n->seq, n->name);
+                permits.emplace(n.seq, &n);
             }
             break;
         }
     }
     if (!r.found || r.recipe_mismatch) return r;
-    if (policy.kind == node_kind::permit && permits.size() == policy.permits && policy.permits > 0) {
-        pred = queue_view{permits.top().second, node_kind::permit, 0, permits.top().first};
-    }
+    if (policy.kind == node_kind::permit && permits.size() == policy.permits && policy.permits > 0) pred = permits.top().second;
     if (!pred) {
         r.acquired = true;
         return r;
     }
-    r.watch = pred->name;
+    r.watch = l.name(*pred);
     r.watch_kind = pred->kind;
     r.watch_is_head = pred->seq == head_seq;
     return r;
@@ -213,6 +208,12 @@ acquire_fsm::action acquire_fsm::fail(error_code ec)
 acquire_fsm::action acquire_fsm::on_create(error_code ec, std::string created_path, std::int64_t czxid,
                                            error_code list_ec, const std::vector<std::string>& children)
 {
+    return on_created(ec, std::move(created_path), czxid, list_ec, listing(children));
+}
+
+acquire_fsm::action acquire_fsm::on_created(error_code ec, std::string created_path, std::int64_t czxid,
+                                            error_code list_ec, const listing& children)
+{
     if (state_ != state::creating) return {};
     if (!ec) {
         own_ = std::move(created_path);
@@ -256,14 +257,17 @@ acquire_fsm::action acquire_fsm::on_parents_created(error_code ec)
     return finish(ec);
 }
 
-acquire_fsm::action acquire_fsm::find_own(const std::vector<std::string>& children)
+acquire_fsm::action acquire_fsm::find_own(const listing& children)
 {
     // Nodes named with our attempt id, oldest first. Each is ours only if ZooKeeper says our
     // session owns it (stat_candidate, on_stat): an id can be forged, or shared by a process that
     // forked with us.
+    std::vector<const listing::node*> ours;
+    for (const auto& n : children.nodes())
+        if (n.id == id_ && n.kind == policy_.kind) ours.push_back(&n);
+    std::sort(ours.begin(), ours.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
     candidates_.clear();
-    for (auto& n : make_queue(children))
-        if (n.id == id_ && n.kind == policy_.kind) candidates_.push_back(join_path(dir_, n.name));
+    for (auto* n : ours) candidates_.push_back(join_path(dir_, children.name(*n)));
     return stat_candidate();
 }
 
@@ -282,7 +286,7 @@ acquire_fsm::action acquire_fsm::stat_candidate()
     return {ak::stat_node, own_, {}, {}};
 }
 
-acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& children)
+acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children)
 {
     const std::string_view own_name = base_name(own_);
     auto r = scan_queue(children, own_name, id_, policy_);
@@ -326,6 +330,11 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const std::vector<std::string>& 
 }
 
 acquire_fsm::action acquire_fsm::on_children(error_code ec, const std::vector<std::string>& children)
+{
+    return on_listed(ec, listing(children));
+}
+
+acquire_fsm::action acquire_fsm::on_listed(error_code ec, const listing& children)
 {
     if (state_ != state::listing) return {};
     if (!ec) {

@@ -106,17 +106,19 @@ private:
         switch (a.kind) {
         case ak::none: break;
         case ak::create: {
-            // The create and the listing go out together: ZooKeeper runs one session's requests
-            // in order, so the list already contains our node (one round trip when uncontended).
+            // The listing goes out right behind the create without waiting for its reply:
+            // ZooKeeper runs one session's requests in order, so it already contains our node
+            // (one round trip when uncontended). Acquires of this session on the same path that
+            // create in the same burst share that one listing (session_impl::list_queue).
             auto created = std::make_shared<std::tuple<error_code, std::string, std::int64_t>>();
             s_->create(a.path, owner_info_, create_mode::ephemeral_sequential,
                        [created](error_code ec, std::string p, zklock::stat st) {
                            *created = {ec, std::move(p), st.czxid};
                        });
-            s_->get_children(fsm_.dir(), nullptr, [self, created](error_code ec, std::vector<std::string> c) {
+            s_->list_queue(fsm_.dir(), [self, created](error_code ec, std::shared_ptr<const listing> l) {
                 auto& [cec, path, czxid] = *created;
-                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), c.size());
-                self->run(self->fsm_.on_create(cec, std::move(path), czxid, ec, c));
+                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                self->run(self->fsm_.on_created(cec, std::move(path), czxid, ec, *l));
             });
             break;
         }
@@ -124,9 +126,9 @@ private:
             s_->create_containers(a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
             break;
         case ak::list:
-            s_->get_children(a.path, nullptr, [self](error_code ec, std::vector<std::string> c) {
-                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), c.size());
-                self->run(self->fsm_.on_children(ec, c));
+            s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
+                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                self->run(self->fsm_.on_listed(ec, *l));
             });
             break;
         case ak::stat_node:

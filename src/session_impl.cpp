@@ -441,6 +441,31 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     submit(std::move(r), rc);
 }
 
+void session_impl::list_queue(const std::string& dir, listing_cb cb)
+{
+    for (auto& b : open_listings_)
+        if (b->dir == dir) {
+            b->waiters.push_back(std::move(cb));
+            return;
+        }
+    auto b = std::make_shared<listing_batch>();
+    b->dir = dir;
+    b->waiters.push_back(std::move(cb));
+    open_listings_.push_back(b);
+    asio::post(ex_, [self = shared_from_this(), b] { self->send_listing(b); });
+}
+
+void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
+{
+    std::erase(open_listings_, b);
+    auto r = make_req<listing_req>(this, [b](error_code ec, std::shared_ptr<const listing> l) {
+        for (auto& w : b->waiters) w(ec, l);
+    });
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
+    submit(std::move(r), rc);
+}
+
 void session_impl::note_queue_size(const std::string& dir, std::size_t n)
 {
     for (auto& q : queue_sizes_)

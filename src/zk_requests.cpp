@@ -1,5 +1,7 @@
 #include "zk_requests.hpp"
 
+#include <cstring>
+
 #include "session_impl.hpp"
 
 #include <atomic>
@@ -142,6 +144,21 @@ void on_children(int rc, const struct String_vector* sv, const void* data)
             r->children.emplace_back(sv->data[i]);
             r->bytes += sizeof(std::string) + r->children.back().capacity();
         }
+    }
+    deliver(r);
+}
+
+void on_listing(int rc, const struct String_vector* sv, const void* data)
+{
+    auto* r = from<listing_req>(data);
+    r->ec = reply_error(rc);
+    if (rc == ZOK && sv) {
+        const auto n = static_cast<std::size_t>(sv->count);
+        std::size_t bytes = 0;
+        for (std::size_t i = 0; i < n; ++i) bytes += std::strlen(sv->data[i]);
+        r->result->reserve(n, bytes);
+        for (std::size_t i = 0; i < n; ++i) r->result->add(sv->data[i]);
+        r->bytes = bytes + n * sizeof(listing::node);
     }
     deliver(r);
 }

@@ -7,6 +7,7 @@
 // client has returned, so no user code and no recipe step ever runs inside the C client.
 #pragma once
 
+#include <zklock/detail/listing.hpp>
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
@@ -30,6 +31,7 @@ using data_cb = unique_function<void(error_code, std::string, zklock::stat)>;
 using set_cb = unique_function<void(error_code, zklock::stat)>;
 using children_cb = unique_function<void(error_code, std::vector<std::string>)>;
 using multi_cb = unique_function<void(error_code, std::vector<multi_result>)>;
+using listing_cb = unique_function<void(error_code, std::shared_ptr<const listing>)>;
 
 /// A request (or watcher event) whose C callback has run: completes on the session's executor.
 struct c_event {
@@ -87,6 +89,13 @@ struct children_req final : request_base {
     void complete() override;
 };
 
+/// A lock path's children, parsed where the C client hands them over (see listing.hpp).
+struct listing_req final : request_base {
+    listing_cb cb;
+    std::shared_ptr<listing> result = std::make_shared<listing>();
+    void complete() override { cb(ec, std::move(result)); }
+};
+
 struct multi_req final : request_base {
     multi_cb cb;
     std::vector<zoo_op_t> ops;
@@ -110,6 +119,7 @@ void on_data(int rc, const char* value, int len, const struct Stat* st, const vo
 void on_set(int rc, const struct Stat* st, const void* data);
 void on_children(int rc, const struct String_vector* sv, const void* data);
 void on_multi(int rc, const void* data);
+void on_listing(int rc, const struct String_vector* sv, const void* data);
 /// The handle's watcher: `ctx` is the session.
 void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
 void noop_void_completion(int, const void*);

@@ -755,7 +755,8 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         const auto pos = static_cast<std::size_t>(
             std::find_if(q.begin(), q.end(), [&](const queue_node& x) { return x.name == own; }) - q.begin());
         const verdict v = evaluate(q, pos, policy);
-        const scan_result r = scan_queue(children, own, own_node.id, policy);
+        const listing l(children);
+        const scan_result r = scan_queue(l, own, own_node.id, policy);
         CAPTURE(round);
         REQUIRE(r.found);
         const bool mixed = std::any_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pos), [&](const queue_node& x) {
@@ -779,7 +780,7 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         CHECK(r.duplicates.size() == dups);
     }
     // Our node missing from the listing: not found, nothing decided.
-    CHECK_FALSE(scan_queue({name(2, 1)}, name(me, 5), me, {}).found);
+    CHECK_FALSE(scan_queue(listing({name(2, 1)}), name(me, 5), me, {}).found);
 }
 
 TEST_CASE("a semaphore's permit count: read, claimed if absent, verified once per object")

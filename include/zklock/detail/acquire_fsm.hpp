@@ -41,6 +41,7 @@
 // of different recipes can never hold at once.
 #pragma once
 
+#include <zklock/detail/listing.hpp>
 #include <zklock/detail/path.hpp>
 #include <zklock/error.hpp>
 
@@ -95,10 +96,11 @@ struct scan_result {
     bool recipe_mismatch = false;  ///< a node of another recipe (permit vs exclusive/shared) is before ours
 };
 
-/// evaluate() over an unsorted listing, in one pass that neither copies nor sorts it: every
-/// get_children reply goes through this, and in a queue of N a waiter's first listing holds up to
-/// N names. Views point into `children`. The unit tests check it against evaluate() on random queues.
-scan_result scan_queue(const std::vector<std::string>& children, std::string_view own_name, std::uint64_t own_id,
+/// evaluate() over an unsorted listing, in one pass over its parsed entries that neither copies
+/// nor sorts it: every listing goes through this, once per acquire it serves, and in a queue of N
+/// a waiter's first listing holds up to N names. Views point into `children`. The unit tests check
+/// it against evaluate() on random queues.
+scan_result scan_queue(const listing& children, std::string_view own_name, std::uint64_t own_id,
                        const queue_policy& policy);
 
 class acquire_fsm {
@@ -140,6 +142,10 @@ public:
     acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
 
     action start();
+    /// The reply to create and the listing sent behind it (the driver's; the overload with names
+    /// below is for tests).
+    action on_created(error_code ec, std::string created_path, std::int64_t czxid, error_code list_ec,
+                      const listing& children);
     action on_create(error_code ec, std::string created_path, std::int64_t czxid, error_code list_ec,
                      const std::vector<std::string>& children);
     action on_parents_created(error_code ec);
@@ -151,6 +157,8 @@ public:
     /// own node exists (`ec`: the first error of the two).
     action on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid, std::int64_t pzxid,
                         bool own_exists);
+    /// A listing (the driver's; the overload with names below is for tests).
+    action on_listed(error_code ec, const listing& children);
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
@@ -229,8 +237,8 @@ private:
     action remove();
     action finish(error_code ec);
     action wait_connected(state resume);
-    action evaluate_queue(const std::vector<std::string>& children);
-    action find_own(const std::vector<std::string>& children);
+    action evaluate_queue(const listing& children);
+    action find_own(const listing& children);
     action stat_candidate();
     action fail(error_code ec);
 
