@@ -3,6 +3,7 @@
 // the .cpp file its section names).
 #pragma once
 
+#include "raw_client.hpp"
 #include "stats.hpp"
 #include "svg_plot.hpp"
 #include "support/zk_server.hpp"
@@ -104,6 +105,7 @@ struct figures {
 struct scenario_result {
     std::string scenario;  // "U", "C64", "W1000", "pingpong", ...
     bool floor = false;
+    bool raw = false;      // a floor straight on libzookeeper_st (raw_client.hpp), not through zklock's session layer
     int sessions = 0, contenders = 0;
     std::int64_t hold_us = 0;  // what each holder held (C64, RW64, S64 and the C64 floor)
     std::int64_t permits = 0;  // S64: the semaphore's permits (0: not a semaphore)
@@ -197,6 +199,7 @@ enum class lock_kind { mutex, reader, writer, permit };
 struct contender_plan {
     bool loop = false;                // loop until stop_ns (C64, RW64, S64), or acquire once (W)
     bool floor = false;               // the raw queue cycle instead of the lock
+    bool raw = false;                 // with floor: on libzookeeper_st directly (the raw floor)
     std::int64_t hold_ns = 0;         // > 0: wait this long on a timer between acquire and release
     std::uint32_t permits = 1;        // lock_kind::permit's semaphore
     bool sessions_in_blocks = false;  // contender i on session i / (contenders / sessions), not i % sessions
@@ -257,7 +260,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
                                                contender_plan plan, double run_s, double bound_s);
 void check_failures(bench_ctx& c, scenario_result& r, const run_state& st);
 void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vector<acquisition>& by_grant);
-std::string dir_for(const bench_ctx& c, const std::string& name, bool floor);
+std::string dir_for(const bench_ctx& c, const std::string& name, bool floor, bool raw = false);
 
 // ---- bench/floor.cpp: the floors: the raw queue cycle and the two-session ping-pong
 
@@ -267,19 +270,27 @@ std::int64_t seq_of(std::string_view name);
 std::string_view predecessor(const std::vector<std::string>& children, std::int64_t own);
 asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& dir, const std::string& data,
                                         std::string& own);
+/// The same on libzookeeper_st directly (the raw floor).
+asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, const std::string& data,
+                                        std::string& own);
+using raw_session_list = std::vector<std::shared_ptr<raw_session>>;
+asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n);
+/// One raw-floor contender (the raw queue cycle, once or looping, as contender() with floor).
+asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::string dir, std::shared_ptr<run_state> st,
+                                    int id, bool loop, std::string data, std::int64_t hold_ns);
 asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c);
 
 // ---- bench/scenarios.cpp: the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up
 
 asio::awaitable<std::optional<acquisition>> u_cycle(const bench_ctx& c, zklock::session& s, zklock::mutex& m,
                                                      const std::string& dir, bool floor, failure_count& fails);
-asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor);
+asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw = false);
 contender_plan looping_plan(const bench_ctx& c, bool floor);
 double hold_bound_s(const options& o, int contenders);
 double requests_per_acquisition(const contenders_run& run, std::size_t acquisitions);
 double span_s(const run_state& st, const std::vector<acquisition>& acqs);
-asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor);
-asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor);
+asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw = false);
+asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor, bool raw = false);
 std::vector<std::string> family_vs_floor();
 bool rw64_writer(int contender);
 asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c);
@@ -295,13 +306,14 @@ json::value ratio_value(std::optional<double> lock, std::optional<double> floor)
 json::object base_object(const bench_ctx& c, const std::string& scenario, int sessions, int contenders,
                          std::int64_t hold_us, std::int64_t permits = 0);
 std::optional<double> floor_figure(const scenario_result& r, const scenario_result* floor, const std::string& n);
-json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor);
+json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor,
+                         const scenario_result* raw_floor = nullptr);
 json::object floor_object(const bench_ctx& c);
 std::string fmt(const json::value& v);
 void write_json(std::string& out, const json::value& v);
 void emit(bench_ctx& c, const json::object& o);
 void print_lock_table(const json::object& o, const scenario_result& r, const scenario_result* floor,
-                      const scenario_result* pingpong);
+                      const scenario_result* pingpong, const scenario_result* raw_floor = nullptr);
 void print_floor_table(const bench_ctx& c);
 void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_result* floor);
 void print_medians(bench_ctx& c);

@@ -72,6 +72,87 @@ asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& d
 }
 
 
+/// The raw floor's sessions: libzookeeper_st handles driven by this thread's io_context.
+asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n)
+{
+    auto ex = co_await asio::this_coro::executor;
+    raw_session_list v;
+    for (int i = 0; i < n; ++i) {
+        // The session timeout zklock's sessions ask for by default.
+        v.push_back(raw_session::make(ex, c.servers, zklock::session_config{}.session_timeout));
+        if (auto ec = co_await v.back()->connect(30s)) throw boost::system::system_error(ec, "raw floor connect");
+    }
+    co_return v;
+}
+
+
+/// raw_acquire on libzookeeper_st directly: the same requests, no zklock object in between.
+asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, const std::string& data,
+                                        std::string& own)
+{
+    const std::string prefix = raw_node_prefix(dir);
+    auto r = co_await asio::experimental::make_parallel_group(s.async_create(prefix, data, asio::deferred),
+                                                             s.async_get_children(dir, asio::deferred))
+                 .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+    if (std::get<1>(r)) co_return std::get<1>(r);
+    own = std::move(std::get<2>(r));
+    const std::int64_t own_seq = seq_of(own);
+    if (std::get<3>(r)) co_return std::get<3>(r);
+    std::vector<std::string> children = std::move(std::get<4>(r));
+    for (;;) {
+        const std::string_view pred = predecessor(children, own_seq);
+        if (pred.empty()) co_return error_code{};
+        std::string pred_path = dir + "/" + std::string(pred);
+        children = std::vector<std::string>();
+        auto w = co_await s.async_watch_data(std::move(pred_path), asio::as_tuple(asio::deferred));
+        if (!std::get<0>(w)) {
+            auto ev = co_await std::get<1>(w).async_wait(asio::as_tuple(asio::deferred));
+            if (std::get<0>(ev)) co_return std::get<0>(ev);
+        } else if (std::get<0>(w) != zklock::zk_errc::no_node) {
+            co_return std::get<0>(w);
+        }
+        auto l = co_await s.async_get_children(dir, asio::as_tuple(asio::deferred));
+        if (std::get<0>(l)) co_return std::get<0>(l);
+        children = std::move(std::get<1>(l));
+    }
+}
+
+
+asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::string dir, std::shared_ptr<run_state> st,
+                                    int id, bool loop, std::string data, std::int64_t hold_ns)
+{
+    std::optional<asio::steady_timer> hold;
+    if (hold_ns > 0) hold.emplace(co_await asio::this_coro::executor);
+    do {
+        acquisition a;
+        a.contender = id;
+        a.t_request = now_ns();
+        st->request(a.t_request);
+        std::string own;
+        const error_code ec = co_await raw_acquire(*s, dir, data, own);
+        a.t_acquired = now_ns();
+        if (ec) {
+            st->fail("raw acquire: " + ec.message());
+            if (!own.empty()) co_await s->async_remove(own, asio::as_tuple(asio::deferred));
+            break;
+        }
+        a.seq = seq_of(own);
+        if (hold) {
+            hold->expires_after(std::chrono::nanoseconds(hold_ns));
+            co_await hold->async_wait(asio::as_tuple(asio::deferred));
+        }
+        a.t_release_start = now_ns();
+        auto rr = co_await s->async_remove(own, asio::as_tuple(asio::deferred));
+        a.t_released = now_ns();
+        if (std::get<0>(rr)) {
+            st->fail("raw release: " + std::get<0>(rr).message());
+            break;
+        }
+        st->record(a);
+    } while (loop && now_ns() < st->stop_ns);
+}
+
+
 /// Floor ping-pong: two sessions hand a node back and forth for `duration` seconds.
 asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c)
 {

@@ -199,7 +199,10 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         return std::string(buf);
     });
     sampler_guard guard{sampler};
-    session_list ss = co_await connect_sessions(c, sessions);
+    // The raw floor: its own libzookeeper_st handles; one zklock session still sets the stage.
+    session_list ss = co_await connect_sessions(c, plan.raw ? 1 : sessions);
+    raw_session_list raws;
+    if (plan.raw) raws = co_await connect_raw_sessions(c, sessions);
     co_await ensure_path(*ss[0], dir);
     // The packet count covers the contenders only: after the connects and the directory, before
     // the directory's removal and the closes. srst resets the counters; the reading right after
@@ -216,10 +219,14 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     const int per_session = std::max(1, contenders / sessions);
     for (int i = 0; i < contenders; ++i) {
         const int on = plan.sessions_in_blocks ? std::min(i / per_session, sessions - 1) : i % sessions;
-        asio::co_spawn(ex,
-                       contender(ss[static_cast<std::size_t>(on)], dir, st, i, loop, plan.floor, c.node_data,
-                                 plan.kind_of(i), plan.hold_ns, plan.permits),
-                       contender_done(st));
+        if (plan.raw)
+            asio::co_spawn(ex, raw_contender(raws[static_cast<std::size_t>(on)], dir, st, i, loop, c.node_data, plan.hold_ns),
+                           contender_done(st));
+        else
+            asio::co_spawn(ex,
+                           contender(ss[static_cast<std::size_t>(on)], dir, st, i, loop, plan.floor, c.node_data,
+                                     plan.kind_of(i), plan.hold_ns, plan.permits),
+                           contender_done(st));
     }
     const bool all_done = co_await wait_all(*st);
     double requests = std::nan("");
@@ -230,6 +237,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         // Past the bound: close the sessions, which ends every pending operation, then collect.
         st->fail("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
         for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        for (auto& r : raws) r->close();
         st->bound_ns = now_ns() + seconds_ns(30);
         co_await wait_all(*st);
         session_list fresh = co_await connect_sessions(c, 1);
@@ -238,6 +246,8 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         co_await remove_dir(*ss[0], dir);
     }
     ss.clear();  // the sessions' destructors close them (one round trip each, on this thread)
+    for (auto& r : raws) r->close();  // zookeeper_close: one blocking round trip each
+    raws.clear();
     stop_sampler(*sampler);
     sampler->progress = nullptr;
     contenders_run result{st, sampler, requests};  // not braced inside co_return/co_await (GCC 12)
@@ -278,9 +288,9 @@ void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vec
 }
 
 
-std::string dir_for(const bench_ctx& c, const std::string& name, bool floor)
+std::string dir_for(const bench_ctx& c, const std::string& name, bool floor, bool raw)
 {
-    return c.root + "/" + (floor ? "floor-" : "") + name + "-r" + std::to_string(c.run);
+    return c.root + "/" + (floor ? (raw ? "raw-floor-" : "floor-") : "") + name + "-r" + std::to_string(c.run);
 }
 
 }  // namespace zklock_bench

@@ -47,6 +47,12 @@ struct cpu_meter {
     const bench_ctx& c;
     std::pair<double, double> client0 = cpu_seconds(), server0 = c.server_pid.empty() ? std::pair{0.0, 0.0} : cpu_seconds(c.server_pid);
     std::int64_t t0 = now_ns();
+    /// This process's CPU seconds (user + system) since the meter started.
+    double client_s() const
+    {
+        const auto client = cpu_seconds();
+        return (client.first - client0.first) + (client.second - client0.second);
+    }
     void report(const std::string& what) const
     {
         const auto client = cpu_seconds();
@@ -76,8 +82,11 @@ asio::awaitable<void> run_once(bench_ctx& c)
         if (name == "RW64" || name == "S64") {
             // Compared with the C64 floor of this run; measured now if C64 has not measured it.
             const scenario_result* floor = nullptr;
-            for (auto& [n, f] : c.floors)
+            const scenario_result* raw_floor = nullptr;
+            for (auto& [n, f] : c.floors) {
                 if (n == "C64") floor = &f;
+                if (n == "raw C64") raw_floor = &f;
+            }
             if (!floor) {
                 std::fprintf(stderr, "zklock_bench: run %d: floor for %s (the C64 floor)\n", c.run, name.c_str());
                 const cpu_meter floor_cpu{c};
@@ -94,19 +103,31 @@ asio::awaitable<void> run_once(bench_ctx& c)
             if (name == "RW64") lock = co_await scenario_rw64(c);
             else lock = co_await scenario_s64(c);
             lock_cpu.report(name);
-            json::object o = lock_object(c, lock, floor);
+            json::object o = lock_object(c, lock, floor, raw_floor);
             emit(c, o);
-            print_lock_table(o, lock, floor, nullptr);
+            print_lock_table(o, lock, floor, nullptr, raw_floor);
             c.lines[name].push_back(std::move(o));
             continue;
         }
-        // The floor first, right before the scenario it is compared with.
+        // The floors first, right before the scenario they are compared with: the raw floor
+        // (libzookeeper_st directly), then the floor through zklock's session layer.
+        std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
+        scenario_result raw_floor;
+        {
+            const cpu_meter raw_cpu{c};
+            if (name == "U") raw_floor = co_await scenario_u(c, true, true);
+            else if (name == "C64") raw_floor = co_await scenario_c64(c, true, true);
+            else raw_floor = co_await scenario_w(c, name, true, true);
+            raw_floor.figs.add("client_cpu_s", raw_cpu.client_s());
+            raw_cpu.report("raw floor " + name);
+        }
         std::fprintf(stderr, "zklock_bench: run %d: floor for %s\n", c.run, name.c_str());
         scenario_result floor;
         const cpu_meter floor_cpu{c};
         if (name == "U") floor = co_await scenario_u(c, true);
         else if (name == "C64") floor = co_await scenario_c64(c, true);
         else floor = co_await scenario_w(c, name, true);
+        floor.figs.add("client_cpu_s", floor_cpu.client_s());
         floor_cpu.report("floor " + name);
         scenario_result pingpong;
         if (name == "C64") {
@@ -119,15 +140,19 @@ asio::awaitable<void> run_once(bench_ctx& c)
         if (name == "U") lock = co_await scenario_u(c, false);
         else if (name == "C64") lock = co_await scenario_c64(c, false);
         else lock = co_await scenario_w(c, name, false);
+        lock.figs.add("client_cpu_s", lock_cpu.client_s());
         lock_cpu.report(name);
-        json::object o = lock_object(c, lock, &floor);
+        json::object o = lock_object(c, lock, &floor, &raw_floor);
         emit(c, o);
-        print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr);
+        print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);
         write_plots(c, lock, &floor);
         c.lines[name].push_back(std::move(o));
         floor.acqs.clear();
         floor.acqs.shrink_to_fit();
-        std::erase_if(c.floors, [&](const auto& f) { return f.first == name; });  // RW64/S64 measured it first
+        raw_floor.acqs.clear();
+        raw_floor.acqs.shrink_to_fit();
+        std::erase_if(c.floors, [&](const auto& f) { return f.first == name || f.first == "raw " + name; });  // RW64/S64 measured it first
+        c.floors.emplace_back("raw " + name, std::move(raw_floor));
         c.floors.emplace_back(name, std::move(floor));
         if (name == "C64") c.floors.emplace_back("pingpong", std::move(pingpong));
     }

@@ -60,11 +60,13 @@ std::optional<double> floor_figure(const scenario_result& r, const scenario_resu
 }
 
 
-json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor)
+json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor,
+                         const scenario_result* raw_floor)
 {
     json::object o = base_object(c, r.scenario, r.sessions, r.contenders, r.hold_us, r.permits);
     for (auto& [n, v] : r.figs.list) o[n] = figure_value(n, v);
     for (auto& [n, v] : r.figs.list) o[n + "_vs_floor"] = ratio_value(v, floor_figure(r, floor, n));
+    for (auto& [n, v] : r.figs.list) o[n + "_vs_raw_floor"] = ratio_value(v, floor_figure(r, raw_floor, n));
     return o;
 }
 
@@ -154,7 +156,7 @@ void emit(bench_ctx& c, const json::object& o)
 
 
 void print_lock_table(const json::object& o, const scenario_result& r, const scenario_result* floor,
-                      const scenario_result* pingpong)
+                      const scenario_result* pingpong, const scenario_result* raw_floor)
 {
     std::string extra;
     if (r.hold_us > 0) extra += ", hold " + std::to_string(r.hold_us) + " us";
@@ -164,10 +166,12 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
                 r.scenario.c_str(), r.sessions, r.contenders, extra.c_str());
     int width = 20;
     for (auto& [n, v] : r.figs.list) width = std::max(width, static_cast<int>(n.size()));
-    std::printf("  %-*s %12s %12s %8s\n", width, "figure", "zklock", "floor", "ratio");
+    std::printf("  %-*s %12s %12s %8s %12s %8s\n", width, "figure", "zklock", "raw floor", "vs raw", "floor", "ratio");
     for (auto& [n, v] : r.figs.list) {
         std::optional<double> f = floor_figure(r, floor, n);
-        std::printf("  %-*s %12s %12s %8s\n", width, n.c_str(), fmt(o.at(n)).c_str(),
+        std::optional<double> rf = floor_figure(r, raw_floor, n);
+        std::printf("  %-*s %12s %12s %8s %12s %8s\n", width, n.c_str(), fmt(o.at(n)).c_str(),
+                    rf ? fmt(figure_value(n, *rf)).c_str() : "-", fmt(o.at(n + "_vs_raw_floor")).c_str(),
                     f ? fmt(figure_value(n, *f)).c_str() : "-", fmt(o.at(n + "_vs_floor")).c_str());
     }
     if (pingpong) {
@@ -184,7 +188,7 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
 
 void print_floor_table(const bench_ctx& c)
 {
-    std::printf("floor: zklock's session layer, no lock logic (see bench/README.md)\n");
+    std::printf("floors: \"raw X\" on libzookeeper_st directly, \"X\" through zklock's session layer; no lock logic (see bench/README.md)\n");
     for (auto& [name, r] : c.floors) {
         std::printf("  %s (%d session(s), %d contender(s))\n", name.c_str(), r.sessions, r.contenders);
         for (auto& [n, v] : r.figs.list) std::printf("    %-24s %12s\n", n.c_str(), fmt(figure_value(n, v)).c_str());
@@ -240,7 +244,7 @@ void print_medians(bench_ctx& c)
                         if (auto* x = o->if_contains(k); x && x->is_number()) xs.push_back(x->to_number<double>());
                     if (xs.empty()) continue;
                     const double med = zklock_bench::median(xs);
-                    if (k.ends_with("_vs_floor")) v = round_to(med, 3);
+                    if (k.ends_with("_vs_floor") || k.ends_with("_vs_raw_floor")) v = round_to(med, 3);
                     else if (v.is_int64() && med == std::floor(med)) v = static_cast<std::int64_t>(med);
                     else v = figure_value(std::string(k), med);
                 }
@@ -252,14 +256,18 @@ void print_medians(bench_ctx& c)
         emit(c, m);
         std::printf("%s (median of %zu)\n", name.c_str(), runs.size());
         for (auto& [k, v] : m) {
-            if (k == "server_config" || k == "scenario" || k == "library" || k.ends_with("_vs_floor")) continue;
+            if (k == "server_config" || k == "scenario" || k == "library" || k.ends_with("_vs_floor") ||
+                k.ends_with("_vs_raw_floor"))
+                continue;
             if (v.is_object()) {
                 for (auto& [k2, v2] : v.as_object())
                     std::printf("  %-10s %-24s %12s\n", std::string(k).c_str(), std::string(k2).c_str(), fmt(v2).c_str());
                 continue;
             }
             const json::value* ratio = m.if_contains(std::string(k) + "_vs_floor");
-            std::printf("  %-31s %12s %8s\n", std::string(k).c_str(), fmt(v).c_str(), ratio ? fmt(*ratio).c_str() : "");
+            const json::value* raw_ratio = m.if_contains(std::string(k) + "_vs_raw_floor");
+            std::printf("  %-31s %12s %8s %8s\n", std::string(k).c_str(), fmt(v).c_str(),
+                        raw_ratio ? fmt(*raw_ratio).c_str() : "", ratio ? fmt(*ratio).c_str() : "");
         }
         std::printf("\n");
     }

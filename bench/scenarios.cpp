@@ -52,40 +52,76 @@ asio::awaitable<std::optional<acquisition>> u_cycle(const bench_ctx& c, zklock::
 }
 
 
+/// One raw-floor U cycle, on libzookeeper_st directly.
+asio::awaitable<std::optional<acquisition>> raw_u_cycle(const bench_ctx& c, raw_session& s, const std::string& dir,
+                                                        failure_count& fails)
+{
+    acquisition a;
+    const std::string prefix = raw_node_prefix(dir);
+    a.t_request = now_ns();
+    auto pr = co_await asio::experimental::make_parallel_group(s.async_create(prefix, c.node_data, asio::deferred),
+                                                              s.async_get_children(dir, asio::deferred))
+                  .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+    a.t_acquired = now_ns();
+    if (std::get<1>(pr) || std::get<3>(pr)) {
+        fails.add("raw acquire: " + (std::get<1>(pr) ? std::get<1>(pr) : std::get<3>(pr)).message());
+        co_return std::nullopt;
+    }
+    const std::string own = std::move(std::get<2>(pr));
+    a.seq = seq_of(own);
+    a.t_release_start = now_ns();
+    auto rr = co_await s.async_remove(own, asio::as_tuple(asio::deferred));
+    a.t_released = now_ns();
+    if (std::get<0>(rr)) {
+        fails.add("raw release: " + std::get<0>(rr).message());
+        co_return std::nullopt;
+    }
+    co_return a;
+}
+
+
 /// U: one session, one contender, acquire → release in a loop; duration/5 of warm-up, then duration.
-asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor)
+asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw)
 {
     scenario_result r;
     r.scenario = "U";
     r.floor = floor;
+    r.raw = raw;
     r.sessions = r.contenders = 1;
     session_list ss = co_await connect_sessions(c, 1);
     zklock::session& s = *ss[0];
-    const std::string dir = dir_for(c, "U", floor);
+    raw_session_list raws;
+    if (raw) raws = co_await connect_raw_sessions(c, 1);
+    const std::string dir = dir_for(c, "U", floor, raw);
     co_await ensure_path(s, dir);
     zklock::mutex m(s, dir);
     std::vector<acquisition> acqs;
     failure_count fails;
+    auto cycle = [&]() -> asio::awaitable<std::optional<acquisition>> {
+        if (raw) co_return co_await raw_u_cycle(c, *raws[0], dir, fails);
+        co_return co_await u_cycle(c, s, m, dir, floor, fails);
+    };
     const std::int64_t warm_end = now_ns() + seconds_ns(c.opt.duration / 5);
-    while (now_ns() < warm_end && fails.n < 100) co_await u_cycle(c, s, m, dir, floor, fails);
+    while (now_ns() < warm_end && fails.n < 100) co_await cycle();
     auto ex = co_await asio::this_coro::executor;
     auto sampler = start_sampler(ex, [&acqs] { return std::to_string(acqs.size()) + " cycles"; });
     sampler_guard guard{sampler};
     const std::int64_t t0 = now_ns(), end = t0 + seconds_ns(c.opt.duration);
     std::int64_t t1 = t0;
     while (now_ns() < end && fails.n < 100) {
-        auto a = co_await u_cycle(c, s, m, dir, floor, fails);
+        auto a = co_await cycle();
         t1 = now_ns();
         if (a) acqs.push_back(*a);
     }
     stop_sampler(*sampler);
     sampler->progress = nullptr;  // it refers to acqs
     co_await remove_dir(s, dir);
+    for (auto& x : raws) x->close();
     r.failures = fails.n;
     r.first_error = fails.first;
     if (fails.n) {
         ++c.errors;
-        std::fprintf(stderr, "zklock_bench: ERROR %sU: %lld failure(s), first: %s\n", floor ? "floor " : "",
+        std::fprintf(stderr, "zklock_bench: ERROR %sU: %lld failure(s), first: %s\n", raw ? "raw floor " : floor ? "floor " : "",
                      static_cast<long long>(fails.n), fails.first.c_str());
     }
     std::vector<double> acq_us, rel_us;
@@ -140,16 +176,19 @@ double span_s(const run_state& st, const std::vector<acquisition>& acqs)
 
 
 /// C64: 8 sessions × 8 contenders loop acquire → release for 2 × duration.
-asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor)
+asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw)
 {
     scenario_result r;
     r.scenario = "C64";
     r.floor = floor;
+    r.raw = raw;
+    contender_plan plan = looping_plan(c, floor);
+    plan.raw = raw;
     r.sessions = 8;
     r.contenders = 64;
     r.hold_us = c.opt.hold_us;
     const double run_s = 2 * c.opt.duration;
-    auto run = co_await run_contenders(c, dir_for(c, "C64", floor), r.sessions, r.contenders, looping_plan(c, floor),
+    auto run = co_await run_contenders(c, dir_for(c, "C64", floor, raw), r.sessions, r.contenders, plan,
                                        run_s, run_s + 60 + hold_bound_s(c.opt, r.contenders));
     auto& st = run.st;
     auto& sampler = run.sampler;
@@ -181,16 +220,18 @@ asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor)
 
 
 /// W<N>: N contenders over 16 sessions, all request at once, each acquires once.
-asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor)
+asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor, bool raw)
 {
     scenario_result r;
     r.scenario = name;
     r.floor = floor;
+    r.raw = raw;
     r.contenders = std::atoi(name.c_str() + 1);
     r.sessions = std::min(w_sessions, r.contenders);
     contender_plan plan;
     plan.floor = floor;
-    auto run = co_await run_contenders(c, dir_for(c, name, floor), r.sessions, r.contenders, plan, 0, w_bound_s);
+    plan.raw = raw;
+    auto run = co_await run_contenders(c, dir_for(c, name, floor, raw), r.sessions, r.contenders, plan, 0, w_bound_s);
     auto& st = run.st;
     auto& sampler = run.sampler;
     auto by_grant = std::move(st->acqs);
