@@ -31,12 +31,70 @@ verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_
     return {false, 0};
 }
 
+namespace {
+
+// scan_queue on the listing's sorted index: the same result, by binary search; nullopt when a
+// node shares our sequence number (then the pass decides).
+std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, std::uint64_t own_id, const queue_policy& policy)
+{
+    scan_result r;
+    r.size = l.children();
+    const auto& ix = l.sorted();
+    const auto& nodes = l.nodes();
+    const auto it = std::lower_bound(ix.by_seq.begin(), ix.by_seq.end(), own.seq,
+                                     [&](std::uint32_t i, std::int64_t s) { return nodes[i].seq < s; });
+    // Our node: the one entry with our sequence number (sequence numbers are unique under a parent;
+    // a node named to collide with ours is left to the pass, which orders such a tie as it always did).
+    auto at = it;
+    if (at != ix.by_seq.end() && nodes[*at].seq == own.seq &&
+        ((at + 1 != ix.by_seq.end() && nodes[*(at + 1)].seq == own.seq) || l.name(nodes[*at]) != own.name))
+        return std::nullopt;
+    if (at != ix.by_seq.end() && nodes[*at].seq != own.seq) at = ix.by_seq.end();
+    for (auto d = std::lower_bound(ix.by_id.begin(), ix.by_id.end(), std::pair<std::uint64_t, std::uint32_t>{own_id, 0});
+         d != ix.by_id.end() && d->first == own_id; ++d)
+        if (at == ix.by_seq.end() || d->second != *at) r.duplicates.push_back(l.name(nodes[d->second]));
+    if (at == ix.by_seq.end()) return r;
+    r.found = true;
+    const auto pos = static_cast<std::size_t>(at - ix.by_seq.begin());
+    // Nodes with our sequence number but another name count as before us, as in the pass.
+    r.position = pos;
+    r.has_successor = std::any_of(at + 1, ix.by_seq.end(), [&](std::uint32_t i) { return nodes[i].seq > own.seq; });
+    const std::size_t permits_before = ix.permits_before[pos];
+    r.recipe_mismatch = policy.kind == node_kind::permit ? permits_before != pos : permits_before != 0;
+    if (r.recipe_mismatch) return r;
+    std::int64_t pred = -1;  // a sorted position
+    switch (policy.kind) {
+    case node_kind::exclusive:
+        if (pos > 0) pred = static_cast<std::int64_t>(pos) - 1;
+        break;
+    case node_kind::shared: pred = ix.prev_exclusive[pos]; break;
+    case node_kind::permit:
+        if (policy.permits > 0 && permits_before >= policy.permits) pred = ix.permits[permits_before - policy.permits];
+        break;
+    }
+    if (pred < 0) {
+        r.acquired = true;
+        return r;
+    }
+    const auto& w = nodes[ix.by_seq[static_cast<std::size_t>(pred)]];
+    r.watch = l.name(w);
+    r.watch_kind = w.kind;
+    r.watch_is_head = pred == 0;
+    return r;
+}
+
+}  // namespace
+
 scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_t own_id, const queue_policy& policy)
 {
     scan_result r;
     r.size = l.children();
     const auto own = parse_queue_view(own_name);
     if (!own) return r;
+    // A listing that serves many acquires is sorted once; the first one scans it in one pass.
+    l.count_scan();
+    if (l.scans() > 1)
+        if (auto sr = scan_sorted(l, *own, own_id, policy)) return *sr;
     std::int64_t head_seq = own->seq;
     const listing::node* pred = nullptr;  // exclusive: the node just before us; shared: the nearest writer
     // Permits: the `permits` youngest permit nodes before us, oldest on top.

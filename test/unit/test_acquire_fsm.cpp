@@ -757,6 +757,19 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         const verdict v = evaluate(q, pos, policy);
         const listing l(children);
         const scan_result r = scan_queue(l, own, own_node.id, policy);
+        // A second scan of the same listing (a coalesced one serving another acquire) goes through
+        // its sorted index: the same answer.
+        const scan_result r2 = scan_queue(l, own, own_node.id, policy);
+        CHECK(r2.found == r.found);
+        CHECK(r2.acquired == r.acquired);
+        CHECK(r2.recipe_mismatch == r.recipe_mismatch);
+        CHECK(r2.position == r.position);
+        CHECK(r2.has_successor == r.has_successor);
+        CHECK(r2.watch == r.watch);
+        CHECK(r2.watch_kind == r.watch_kind);
+        CHECK(r2.watch_is_head == r.watch_is_head);
+        CHECK(r2.duplicates.size() == r.duplicates.size());
+        CHECK(r2.size == r.size);
         CAPTURE(round);
         REQUIRE(r.found);
         const bool mixed = std::any_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pos), [&](const queue_node& x) {

@@ -7,6 +7,7 @@
 #include <zklock/detail/path.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,10 +39,26 @@ public:
     const std::vector<node>& nodes() const noexcept { return nodes_; }
     std::string_view name(const node& n) const noexcept { return {names_.data() + n.offset, n.length}; }
 
+    /// The queue sorted once, for a listing that serves many acquires (a coalesced one): built on
+    /// first use, then each acquire finds its place by binary search instead of a pass.
+    struct index {
+        std::vector<std::uint32_t> by_seq;       ///< node indexes in sequence order
+        std::vector<std::int32_t> prev_exclusive;  ///< per sorted position: the nearest exclusive before it, or -1
+        std::vector<std::uint32_t> permits;      ///< sorted positions of permit nodes
+        std::vector<std::uint32_t> permits_before;  ///< per sorted position: permit nodes before it
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> by_id;  ///< (attempt id, node index), sorted
+    };
+    const index& sorted() const;
+    /// How many times this listing was scanned (the first scan is one pass; later ones use sorted()).
+    std::size_t scans() const noexcept { return scans_; }
+    void count_scan() const noexcept { ++scans_; }
+
 private:
     std::string names_;
     std::vector<node> nodes_;
     std::size_t children_ = 0;
+    mutable std::size_t scans_ = 0;
+    mutable std::unique_ptr<index> index_;
 };
 
 }  // namespace zklock::detail
