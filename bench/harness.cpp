@@ -192,6 +192,12 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     auto st = std::make_shared<run_state>(ex);
     st->counts.assign(static_cast<std::size_t>(contenders), 0);
     st->expected = contenders;
+    // The raw floor: its own libzookeeper_st handles; one zklock session still sets the stage.
+    session_list ss = co_await connect_sessions(c, plan.raw ? 1 : sessions);
+    raw_session_list raws;
+    if (plan.raw) raws = co_await connect_raw_sessions(c, sessions);
+    co_await ensure_path(*ss[0], dir);
+    // Threads and peak RSS cover the contenders: sampled from here until the sessions close.
     auto sampler = start_sampler(ex, [st, contenders, loop] {
         char buf[160];
         if (loop) std::snprintf(buf, sizeof buf, "%zu acquisitions", st->acqs.size());
@@ -199,11 +205,6 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         return std::string(buf);
     });
     sampler_guard guard{sampler};
-    // The raw floor: its own libzookeeper_st handles; one zklock session still sets the stage.
-    session_list ss = co_await connect_sessions(c, plan.raw ? 1 : sessions);
-    raw_session_list raws;
-    if (plan.raw) raws = co_await connect_raw_sessions(c, sessions);
-    co_await ensure_path(*ss[0], dir);
     // The packet count covers the contenders only: after the connects and the directory, before
     // the directory's removal and the closes. srst resets the counters; the reading right after
     // it is the baseline. A `srvr` counts itself as one received packet (ZooKeeper 3.8), so the
@@ -245,7 +246,10 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     } else {
         co_await remove_dir(*ss[0], dir);
     }
-    ss.clear();  // the sessions' destructors close them (one round trip each, on this thread)
+    // The figures cover the contenders: the sampler stops before the sessions close (each close
+    // runs on zklock's close thread for a moment).
+    stop_sampler(*sampler);
+    ss.clear();
     for (auto& r : raws) r->close();  // zookeeper_close: one blocking round trip each
     raws.clear();
     stop_sampler(*sampler);

@@ -14,8 +14,10 @@ bool close_service::run(unique_function<void()>& job)
 {
     std::lock_guard lock(mutex_);
     if (stopping_) return false;
+    if (thread_.joinable() && !running_) thread_.join();  // it went idle and has ended (or is ending): nothing to wait for
     if (!thread_.joinable()) {
         try {
+            running_ = true;
             thread_ = std::thread([this] { work(); });
             owner_ = ::getpid();
         } catch (const std::system_error&) {
@@ -31,8 +33,13 @@ void close_service::work()
 {
     std::unique_lock lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping, and every close is done
+        // Idle: the thread ends (an application that closes a session now and then does not keep
+        // a thread for it); the next close starts one again.
+        wake_.wait_for(lock, idle_linger, [this] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) {  // stopping or idle, and every close is done
+            running_ = false;
+            return;
+        }
         auto job = std::move(jobs_.front());
         jobs_.pop_front();
         lock.unlock();

@@ -12,6 +12,7 @@
 
 #include <boost/asio/execution_context.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -42,6 +43,8 @@ private:
     std::condition_variable wake_;
     std::deque<unique_function<void()>> jobs_;
     bool stopping_ = false;
+    bool running_ = false;  // the thread has not decided to end
+    static constexpr std::chrono::milliseconds idle_linger{0};  // ends as soon as the queue is empty
     std::thread thread_;
     ::pid_t owner_ = 0;  // the process that started the thread (a forked child has none)
 };

@@ -110,6 +110,32 @@ TEST_CASE("destroying the io_context while a close is in flight leaves no thread
     CHECK(thread_count() == before);
 }
 
+TEST_CASE("the close thread ends once its closes are done, while the io_context lives on")
+{
+    // It used to stay until the io_context was destroyed: a server that closed one session at
+    // start-up kept an idle thread for its whole life (and the bench counted 2 threads, not 1).
+    auto& server = fault_server();
+    const int before = thread_count();
+    asio::io_context ioc;
+    {
+        bool connected = false;
+        auto s = std::make_shared<session>(ioc.get_executor(), config_for(server.connect_string()));
+        s->async_connect([&](error_code ec) { connected = !ec; });
+        ioc.run_for(10s);
+        REQUIRE(connected);
+        ioc.restart();
+        s.reset();  // hands the close to the close thread
+    }
+    CHECK(thread_count() > before);  // the close is under way on its thread
+    const auto t0 = std::chrono::steady_clock::now();
+    while (thread_count() > before && since(t0) < 10) {
+        ioc.restart();
+        ioc.run_for(20ms);
+    }
+    CHECK(thread_count() == before);
+    MESSAGE("the close thread ended after " << ms_since(t0) << " ms");
+}
+
 TEST_CASE("async_connect honours per-operation cancellation")
 {
     run([]() -> awaitable<void> {
