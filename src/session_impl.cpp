@@ -451,6 +451,11 @@ void session_impl::list_queue(const std::string& dir, listing_cb cb)
     auto b = std::make_shared<listing_batch>();
     b->dir = dir;
     b->waiters.push_back(std::move(cb));
+    // Nothing of this path in flight (an uncontended acquire): at once, right behind the create.
+    // Else the listing waits for the handlers already queued, which may ask for it too.
+    const bool busy = std::any_of(listings_in_flight_.begin(), listings_in_flight_.end(),
+                                  [&](const std::string& d) { return d == dir; });
+    if (!busy) return send_listing(b);
     open_listings_.push_back(b);
     asio::post(ex_, [self = shared_from_this(), b] { self->send_listing(b); });
 }
@@ -458,7 +463,10 @@ void session_impl::list_queue(const std::string& dir, listing_cb cb)
 void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
 {
     std::erase(open_listings_, b);
-    auto r = make_req<listing_req>(this, [b](error_code ec, std::shared_ptr<const listing> l) {
+    listings_in_flight_.push_back(b->dir);
+    auto r = make_req<listing_req>(this, [self = shared_from_this(), b](error_code ec, std::shared_ptr<const listing> l) {
+        auto& f = self->listings_in_flight_;
+        if (auto it = std::find(f.begin(), f.end(), b->dir); it != f.end()) f.erase(it);
         for (auto& w : b->waiters) w(ec, l);
     });
     if (!zh_) return refuse(std::move(r), no_handle_error());

@@ -110,8 +110,9 @@ public:
     void set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb);
     void get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb);
     void multi(const std::vector<multi_op>& ops, multi_cb cb);
-    /// Lists `dir` as a queue (see listing.hpp). Coalesced: every list_queue of `dir` called
-    /// before the listing is sent (it is sent from a handler posted by the first one) shares it.
+    /// Lists `dir` as a queue (see listing.hpp). Coalesced: with no listing of `dir` in flight it
+    /// is sent at once; else from a handler posted by the first caller, and every list_queue of
+    /// `dir` called before it is sent shares it.
     /// ZooKeeper runs one session's requests in order, so the listing contains every node this
     /// session created before any of them called: an acquire calls it right after its create,
     /// and a burst of acquires on one path costs one listing, not one each.
@@ -194,6 +195,7 @@ private:
         std::vector<listing_cb> waiters;
     };
     std::vector<std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
+    std::vector<std::string> listings_in_flight_;                // the path of each listing sent, not answered
     void send_listing(const std::shared_ptr<listing_batch>& b);
     std::size_t next_queue_size_ = 0;
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
