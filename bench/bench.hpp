@@ -81,6 +81,7 @@ struct options {
     std::string json_file, plot_dir;
     std::int64_t hold_us = 0;            // C64, RW64, S64 and their floor: µs each holder holds
     std::int64_t permits = 4;            // S64's semaphore
+    bool w_lock_only = false;            // W: no floors (profiling)
 };
 
 
@@ -140,7 +141,12 @@ using session_list = std::vector<std::shared_ptr<zklock::session>>;
 
 
 struct run_state {
-    explicit run_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
+    run_state(asio::any_io_executor ex, std::string d, std::string nd)
+        : dir(std::move(d)), data(std::move(nd)), wake(std::move(ex))
+    {
+    }
+    const std::string dir;   // the lock path (one copy for all contenders)
+    const std::string data;  // the floors' node data
     std::vector<acquisition> acqs;
     std::vector<std::int64_t> counts;  // per contender
     std::int64_t stop_ns = 0;          // loops start no new cycle after this
@@ -193,6 +199,18 @@ struct sampler_guard {
 /// What a contender acquires: zklock::mutex, a shared_mutex's read or write side, a semaphore's
 /// permit. The floor ignores it (always the raw exclusive queue cycle).
 enum class lock_kind { mutex, reader, writer, permit };
+
+
+/// The lock objects of one session's contenders: one object serves any number of acquires at
+/// once (basic_lock), so the contenders of a session share them instead of holding one each.
+struct session_locks {
+    session_locks(std::shared_ptr<zklock::session> session, const std::string& dir) : s(std::move(session)), m(*s, dir), sm(*s, dir)
+    {
+    }
+    std::shared_ptr<zklock::session> s;
+    zklock::mutex m;
+    zklock::shared_mutex sm;
+};
 
 
 /// How a scenario's contenders behave.
@@ -253,9 +271,10 @@ asio::awaitable<void> remove_dir(zklock::session& s, const std::string& path);
 asio::awaitable<bool> wait_all(run_state& st);
 std::shared_ptr<sampler_state> start_sampler(asio::any_io_executor ex, std::function<std::string()> progress);
 void stop_sampler(sampler_state& s);
-asio::awaitable<void> contender(std::shared_ptr<zklock::session> s, std::string dir, std::shared_ptr<run_state> st,
-                                int id, bool loop, bool floor, std::string data, lock_kind kind, std::int64_t hold_ns,
-                                std::uint32_t permits);
+asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::shared_ptr<run_state> st, int id,
+                                      bool loop, std::int64_t hold_ns);
+asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_ptr<run_state> st, int id, bool loop,
+                                lock_kind kind, std::int64_t hold_ns, std::uint32_t permits);
 asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
                                                contender_plan plan, double run_s, double bound_s);
 void check_failures(bench_ctx& c, scenario_result& r, const run_state& st);
@@ -276,8 +295,8 @@ asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, 
 using raw_session_list = std::vector<std::shared_ptr<raw_session>>;
 asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n);
 /// One raw-floor contender (the raw queue cycle, once or looping, as contender() with floor).
-asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::string dir, std::shared_ptr<run_state> st,
-                                    int id, bool loop, std::string data, std::int64_t hold_ns);
+asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_ptr<run_state> st, int id, bool loop,
+                                    std::int64_t hold_ns);
 asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c);
 
 // ---- bench/scenarios.cpp: the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up

@@ -118,18 +118,18 @@ asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, 
 }
 
 
-asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::string dir, std::shared_ptr<run_state> st,
-                                    int id, bool loop, std::string data, std::int64_t hold_ns)
+asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_ptr<run_state> st, int id, bool loop,
+                                    std::int64_t hold_ns)
 {
-    std::optional<asio::steady_timer> hold;
-    if (hold_ns > 0) hold.emplace(co_await asio::this_coro::executor);
+    std::unique_ptr<asio::steady_timer> hold;  // as contender(): none with hold 0
+    if (hold_ns > 0) hold = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
     do {
         acquisition a;
         a.contender = id;
         a.t_request = now_ns();
         st->request(a.t_request);
         std::string own;
-        const error_code ec = co_await raw_acquire(*s, dir, data, own);
+        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
         a.t_acquired = now_ns();
         if (ec) {
             st->fail("raw acquire: " + ec.message());

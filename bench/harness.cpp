@@ -113,71 +113,89 @@ void stop_sampler(sampler_state& s)
 }
 
 
-/// One contender: acquire → (hold) → release, once or looping until st->stop_ns.
-asio::awaitable<void> contender(std::shared_ptr<zklock::session> s, std::string dir, std::shared_ptr<run_state> st,
-                                int id, bool loop, bool floor, std::string data, lock_kind kind, std::int64_t hold_ns,
-                                std::uint32_t permits)
+/// One session-layer-floor contender: the raw queue cycle through zklock's session layer, once or
+/// looping until st->stop_ns (as raw_contender does on libzookeeper_st).
+asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::shared_ptr<run_state> st, int id,
+                                      bool loop, std::int64_t hold_ns)
 {
-    zklock::mutex m(*s, dir);
-    std::optional<zklock::shared_mutex> sm;
-    std::optional<zklock::semaphore> sem;
-    if (!floor && (kind == lock_kind::reader || kind == lock_kind::writer)) sm.emplace(*s, dir);
-    if (!floor && kind == lock_kind::permit) sem.emplace(*s, dir, permits);
-    std::optional<asio::steady_timer> hold;  // none with hold 0: not even the timer object
-    if (hold_ns > 0) hold.emplace(co_await asio::this_coro::executor);
+    std::unique_ptr<asio::steady_timer> hold;  // none with hold 0: not even the timer object
+    if (hold_ns > 0) hold = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
     do {
         acquisition a;
         a.contender = id;
         a.t_request = now_ns();
         st->request(a.t_request);
-        if (floor) {
-            std::string own;
-            const error_code ec = co_await raw_acquire(*s, dir, data, own);
-            a.t_acquired = now_ns();
-            if (ec) {
-                st->fail("raw acquire: " + ec.message());
-                if (!own.empty()) co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
-                break;
-            }
-            a.seq = seq_of(own);
-            if (hold) {
-                hold->expires_after(std::chrono::nanoseconds(hold_ns));
-                co_await hold->async_wait(asio::as_tuple(asio::deferred));
-            }
-            a.t_release_start = now_ns();
-            auto rr = co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
-            a.t_released = now_ns();
-            if (std::get<0>(rr)) {
-                st->fail("raw release: " + std::get<0>(rr).message());
-                break;
-            }
-        } else {
-            const auto timeout = std::chrono::nanoseconds(std::max<std::int64_t>(1, st->bound_ns - now_ns()));
-            std::tuple<error_code, zklock::lease> r;
-            switch (kind) {
-            case lock_kind::mutex: r = co_await m.async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
-            case lock_kind::writer: r = co_await sm->async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
-            case lock_kind::reader: r = co_await sm->async_acquire_shared(timeout, asio::as_tuple(asio::deferred)); break;
-            case lock_kind::permit: r = co_await sem->async_acquire(timeout, asio::as_tuple(asio::deferred)); break;
-            }
-            a.t_acquired = now_ns();
-            if (std::get<0>(r)) {
-                st->fail("acquire: " + std::get<0>(r).message());
-                break;
-            }
-            zklock::lease lease = std::move(std::get<1>(r));
-            a.seq = zklock::queue_sequence(lease.node()).value_or(-1);
-            if (hold) {
-                hold->expires_after(std::chrono::nanoseconds(hold_ns));
-                co_await hold->async_wait(asio::as_tuple(asio::deferred));
-            }
-            a.t_release_start = now_ns();
-            auto rr = co_await lease.async_release(asio::as_tuple(asio::deferred));
-            a.t_released = now_ns();
-            if (std::get<0>(rr)) {
-                st->fail("release: " + std::get<0>(rr).message());
-                break;
-            }
+        std::string own;
+        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
+        a.t_acquired = now_ns();
+        if (ec) {
+            st->fail("raw acquire: " + ec.message());
+            if (!own.empty()) co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
+            break;
+        }
+        a.seq = seq_of(own);
+        if (hold) {
+            hold->expires_after(std::chrono::nanoseconds(hold_ns));
+            co_await hold->async_wait(asio::as_tuple(asio::deferred));
+        }
+        a.t_release_start = now_ns();
+        auto rr = co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
+        a.t_released = now_ns();
+        if (std::get<0>(rr)) {
+            st->fail("raw release: " + std::get<0>(rr).message());
+            break;
+        }
+        st->record(a);
+    } while (loop && now_ns() < st->stop_ns);
+}
+
+
+/// One lock contender: acquire → (hold) → release, once or looping until st->stop_ns. Lean on
+/// purpose, like raw_contender: W holds 10 000 of these at once, and what a contender's frame holds
+/// counts in peak_rss_mb. So the lock object is its session's (one object serves any number of
+/// acquires at once), a semaphore's is its own (a semaphore object remembers that it verified the
+/// permit count), and every acquire is one co_await expression whatever the kind. No timeout:
+/// past the bound run_contenders closes the sessions, which ends every pending acquire (as it
+/// ends the raw floor's waits).
+asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_ptr<run_state> st, int id, bool loop,
+                                lock_kind kind, std::int64_t hold_ns, std::uint32_t permits)
+{
+    std::unique_ptr<zklock::semaphore> sem;
+    if (kind == lock_kind::permit) sem = std::make_unique<zklock::semaphore>(*l->s, st->dir, permits);
+    std::unique_ptr<asio::steady_timer> hold;  // none with hold 0: not even the timer object
+    if (hold_ns > 0) hold = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
+    do {
+        acquisition a;
+        a.contender = id;
+        a.t_request = now_ns();
+        st->request(a.t_request);
+        auto r = co_await asio::async_initiate<const decltype(asio::as_tuple(asio::deferred))&, void(error_code, zklock::lease)>(
+            [](auto h, session_locks* l, zklock::semaphore* sem, lock_kind kind) {
+                switch (kind) {
+                case lock_kind::mutex: l->m.async_acquire(std::move(h)); break;
+                case lock_kind::writer: l->sm.async_acquire(std::move(h)); break;
+                case lock_kind::reader: l->sm.async_acquire_shared(std::move(h)); break;
+                case lock_kind::permit: sem->async_acquire(std::move(h)); break;
+                }
+            },
+            asio::as_tuple(asio::deferred), l.get(), sem.get(), kind);
+        a.t_acquired = now_ns();
+        if (std::get<0>(r)) {
+            st->fail("acquire: " + std::get<0>(r).message());
+            break;
+        }
+        zklock::lease lease = std::move(std::get<1>(r));
+        a.seq = zklock::queue_sequence(lease.node()).value_or(-1);
+        if (hold) {
+            hold->expires_after(std::chrono::nanoseconds(hold_ns));
+            co_await hold->async_wait(asio::as_tuple(asio::deferred));
+        }
+        a.t_release_start = now_ns();
+        auto rr = co_await lease.async_release(asio::as_tuple(asio::deferred));
+        a.t_released = now_ns();
+        if (std::get<0>(rr)) {
+            st->fail("release: " + std::get<0>(rr).message());
+            break;
         }
         st->record(a);
     } while (loop && now_ns() < st->stop_ns);
@@ -189,8 +207,9 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
 {
     const bool loop = plan.loop;
     auto ex = co_await asio::this_coro::executor;
-    auto st = std::make_shared<run_state>(ex);
+    auto st = std::make_shared<run_state>(ex, dir, c.node_data);
     st->counts.assign(static_cast<std::size_t>(contenders), 0);
+    if (!loop) st->acqs.reserve(static_cast<std::size_t>(contenders));  // W: one each, no regrowth at the peak
     st->expected = contenders;
     // The raw floor: its own libzookeeper_st handles; one zklock session still sets the stage.
     session_list ss = co_await connect_sessions(c, plan.raw ? 1 : sessions);
@@ -218,15 +237,17 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     st->stop_ns = t0 + seconds_ns(run_s);
     st->bound_ns = t0 + seconds_ns(bound_s);
     const int per_session = std::max(1, contenders / sessions);
+    std::vector<std::shared_ptr<session_locks>> locks;
+    if (!plan.raw && !plan.floor)
+        for (auto& s : ss) locks.push_back(std::make_shared<session_locks>(s, dir));
     for (int i = 0; i < contenders; ++i) {
-        const int on = plan.sessions_in_blocks ? std::min(i / per_session, sessions - 1) : i % sessions;
+        const auto on = static_cast<std::size_t>(plan.sessions_in_blocks ? std::min(i / per_session, sessions - 1) : i % sessions);
         if (plan.raw)
-            asio::co_spawn(ex, raw_contender(raws[static_cast<std::size_t>(on)], dir, st, i, loop, c.node_data, plan.hold_ns),
-                           contender_done(st));
+            asio::co_spawn(ex, raw_contender(raws[on], st, i, loop, plan.hold_ns), contender_done(st));
+        else if (plan.floor)
+            asio::co_spawn(ex, floor_contender(ss[on], st, i, loop, plan.hold_ns), contender_done(st));
         else
-            asio::co_spawn(ex,
-                           contender(ss[static_cast<std::size_t>(on)], dir, st, i, loop, plan.floor, c.node_data,
-                                     plan.kind_of(i), plan.hold_ns, plan.permits),
+            asio::co_spawn(ex, contender(locks[on], st, i, loop, plan.kind_of(i), plan.hold_ns, plan.permits),
                            contender_done(st));
     }
     const bool all_done = co_await wait_all(*st);
@@ -249,6 +270,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     // The figures cover the contenders: the sampler stops before the sessions close (each close
     // runs on zklock's close thread for a moment).
     stop_sampler(*sampler);
+    locks.clear();
     ss.clear();
     for (auto& r : raws) r->close();  // zookeeper_close: one blocking round trip each
     raws.clear();

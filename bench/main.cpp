@@ -112,8 +112,9 @@ asio::awaitable<void> run_once(bench_ctx& c)
         // Beyond W20000 the floors cannot finish: every waiter of the plain recipe lists the
         // whole queue, and the server (-Xmx512m) runs out of heap under the burst. Only the lock
         // is measured.
-        if (name[0] == 'W' && std::atoi(name.c_str() + 1) > 20000) {
-            std::fprintf(stderr, "zklock_bench: run %d: %s (no floor beyond W20000)\n", c.run, name.c_str());
+        if (name[0] == 'W' && (std::atoi(name.c_str() + 1) > 20000 || c.opt.w_lock_only)) {
+            std::fprintf(stderr, "zklock_bench: run %d: %s (no floor: %s)\n", c.run, name.c_str(),
+                         c.opt.w_lock_only ? "--w-lock-only" : "beyond W20000");
             const cpu_meter lock_cpu{c};
             scenario_result lock = co_await scenario_w(c, name, false);
             lock.figs.add("client_cpu_s", lock_cpu.client_s());

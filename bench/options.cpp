@@ -25,7 +25,9 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("plot", po::value(&o.plot_dir), "write SVG plots (wait distribution, grant vs queue order) into this directory")
         ("hold-us", po::value(&o.hold_us)->default_value(0),
          "microseconds each holder holds the lock (a timer) in C64, RW64, S64 and their floor; 0: no timer")
-        ("permits", po::value(&o.permits)->default_value(4), "permits of S64's semaphore");
+        ("permits", po::value(&o.permits)->default_value(4), "permits of S64's semaphore")
+        ("w-lock-only", po::bool_switch(&o.w_lock_only),
+         "W scenarios: measure the lock alone, no floors, no ratios (as beyond W20000; for profiling)");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
