@@ -160,7 +160,7 @@ std::string handoff_mark(std::string_view node_name)
 bool is_handoff_mark(std::string_view data) noexcept { return data.starts_with(mark_prefix); }
 
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
-    : dir_(std::move(dir)), policy_(policy), id_(attempt_id), prefix_(node_prefix(policy.kind, attempt_id, policy.rw_names)),
+    : dir_(std::move(dir)), policy_(policy), id_(attempt_id),
       try_only_(try_only), count_verified_(policy.kind != node_kind::permit || policy.count_known)
 {
 }
@@ -222,7 +222,7 @@ acquire_fsm::action acquire_fsm::on_count_claimed(error_code ec)
 acquire_fsm::action acquire_fsm::create()
 {
     state_ = state::creating;
-    return {ak::create, join_path(dir_, prefix_), {}, {}};
+    return {ak::create, join_path(dir_, node_prefix(policy_.kind, id_, policy_.rw_names)), {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::list()

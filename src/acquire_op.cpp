@@ -37,7 +37,7 @@ public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
           fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), timeout_(req.timeout),
-          timer_(s_->executor()), h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known))
+          h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known))
     {
     }
 
@@ -57,8 +57,9 @@ public:
             if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
         });
         if (timeout_) {
-            timer_.expires_after(*timeout_);
-            timer_.async_wait([weak = weak_from_this()](error_code ec) {
+            timer_ = std::make_unique<asio::steady_timer>(s_->executor());
+            timer_->expires_after(*timeout_);
+            timer_->async_wait([weak = weak_from_this()](error_code ec) {
                 if (ec) return;
                 if (auto self = weak.lock()) self->cancel(errc::timeout);
             });
@@ -233,7 +234,7 @@ private:
 
     void finish(error_code ec)
     {
-        timer_.cancel();
+        if (timer_) timer_->cancel();
         if (watch_) watch_->cancel_wait();
         watch_.reset();
         auto own_watch = std::move(own_watch_);
@@ -256,7 +257,7 @@ private:
     std::string owner_info_;
     acquire_fsm fsm_;
     std::optional<std::chrono::steady_clock::duration> timeout_;
-    asio::steady_timer timer_;
+    std::unique_ptr<asio::steady_timer> timer_;  // only with a timeout (a waiter without one holds none)
     stored_handler<error_code, lease> h_;
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)

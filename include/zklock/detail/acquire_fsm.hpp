@@ -244,8 +244,7 @@ private:
 
     std::string dir_;
     queue_policy policy_;
-    std::uint64_t id_;
-    std::string prefix_;
+    std::uint64_t id_;  // our node's name prefix is node_prefix(policy_.kind, id_, policy_.rw_names): built per create, not kept
     bool try_only_;
     state state_ = state::idle;
     state resume_ = state::idle;
