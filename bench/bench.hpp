@@ -161,6 +161,9 @@ struct run_state {
     {
         if (failures++ == 0) first_error = what;
     }
+    /// The same for a contender: out of line, so that the message's temporaries are not in every
+    /// contender's coroutine frame.
+    void fail(const char* what, const error_code& ec);
     void request(std::int64_t t)
     {
         if (first_request < 0 || t < first_request) first_request = t;

@@ -132,7 +132,7 @@ asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_
         const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
         a.t_acquired = now_ns();
         if (ec) {
-            st->fail("raw acquire: " + ec.message());
+            st->fail("raw acquire", ec);
             if (!own.empty()) co_await s->async_remove(own, asio::as_tuple(asio::deferred));
             break;
         }
@@ -145,7 +145,7 @@ asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_
         auto rr = co_await s->async_remove(own, asio::as_tuple(asio::deferred));
         a.t_released = now_ns();
         if (std::get<0>(rr)) {
-            st->fail("raw release: " + std::get<0>(rr).message());
+            st->fail("raw release", std::get<0>(rr));
             break;
         }
         st->record(a);

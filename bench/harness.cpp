@@ -38,6 +38,9 @@ asio::awaitable<void> sample_loop(std::shared_ptr<sampler_state> s)
 }  // namespace
 
 
+void run_state::fail(const char* what, const error_code& ec) { fail(std::string(what) + ": " + ec.message()); }
+
+
 zklock::session_config session_cfg(const bench_ctx& c)
 {
     zklock::session_config cfg;
@@ -129,7 +132,7 @@ asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::s
         const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
         a.t_acquired = now_ns();
         if (ec) {
-            st->fail("raw acquire: " + ec.message());
+            st->fail("raw acquire", ec);
             if (!own.empty()) co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
             break;
         }
@@ -142,7 +145,7 @@ asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::s
         auto rr = co_await s->async_remove(own, -1, asio::as_tuple(asio::deferred));
         a.t_released = now_ns();
         if (std::get<0>(rr)) {
-            st->fail("raw release: " + std::get<0>(rr).message());
+            st->fail("raw release", std::get<0>(rr));
             break;
         }
         st->record(a);
@@ -181,7 +184,7 @@ asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_pt
             asio::as_tuple(asio::deferred), l.get(), sem.get(), kind);
         a.t_acquired = now_ns();
         if (std::get<0>(r)) {
-            st->fail("acquire: " + std::get<0>(r).message());
+            st->fail("acquire", std::get<0>(r));
             break;
         }
         zklock::lease lease = std::move(std::get<1>(r));
@@ -194,7 +197,7 @@ asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_pt
         auto rr = co_await lease.async_release(asio::as_tuple(asio::deferred));
         a.t_released = now_ns();
         if (std::get<0>(rr)) {
-            st->fail("release: " + std::get<0>(rr).message());
+            st->fail("release", std::get<0>(rr));
             break;
         }
         st->record(a);

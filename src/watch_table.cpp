@@ -7,7 +7,7 @@ namespace zklock::detail {
 void watch_state::fire(error_code ec, watch_event ev)
 {
     if (result_) return;
-    result_.emplace(ec, std::move(ev));
+    result_ = std::make_unique<std::pair<error_code, watch_event>>(ec, std::move(ev));
     if (waiter_) {
         auto w = std::move(waiter_);
         w(result_->first, result_->second);

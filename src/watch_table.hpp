@@ -26,13 +26,14 @@ public:
     /// Internal waiter (runs on the session executor); one at a time.
     void wait(unique_function<void(error_code, watch_event)> cb);
     void cancel_wait();
-    bool fired() const noexcept { return result_.has_value(); }
+    bool fired() const noexcept { return result_ != nullptr; }
     bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
     const asio::any_io_executor& executor() const noexcept { return ex_; }
 
 private:
     asio::any_io_executor ex_;
-    std::optional<std::pair<error_code, watch_event>> result_;
+    // Allocated when it fires: a watch that has not fired yet (a waiter's, the common case) holds a pointer, not 72 bytes.
+    std::unique_ptr<std::pair<error_code, watch_event>> result_;
     unique_function<void(error_code, watch_event)> waiter_;
 };
 
