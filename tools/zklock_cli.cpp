@@ -112,8 +112,10 @@ struct queue_progress {
     }
 };
 
-/// While the acquire waits: the queue listed every 500 ms, our place counted (the acquire itself
-/// lists again only when the node just ahead of ours goes). Never completes: cancelled by `||`.
+/// While the acquire waits: the lock path's children listed every 500 ms (one request, not the
+/// data of every node as async_list_queue reads it), the queue nodes older than ours counted (the
+/// acquire itself lists again only when the node just ahead of ours goes). Never completes:
+/// cancelled by `||`.
 awaitable<void> poll_queue(zklock::session& zk, const cli::options& o, std::shared_ptr<queue_progress> progress)
 {
     asio::steady_timer timer{co_await asio::this_coro::executor};
@@ -121,16 +123,19 @@ awaitable<void> poll_queue(zklock::session& zk, const cli::options& o, std::shar
         timer.expires_after(std::chrono::milliseconds(500));
         if (auto [ec] = co_await timer.async_wait(tuple); ec) co_return;  // cancelled: acquired or interrupted
         if (progress->node.empty()) continue;
-        auto [ec, q] = co_await zklock::async_list_queue(zk, o.lock_path, tuple);
+        auto [ec, children] = co_await zk.async_get_children(o.lock_path, tuple);
         if (ec == asio::error::operation_aborted) co_return;
-        if (ec) continue;
         const auto own = zklock::queue_sequence(progress->node);
-        auto it = std::find_if(q.entries.begin(), q.entries.end(), [&](const zklock::queue_entry& e) {
-            return zklock::queue_sequence(e.name) == own;
-        });
-        if (!own || it == q.entries.end()) continue;  // granted or gone meanwhile: the acquire says so
-        if (it->status == zklock::queue_entry::state::holder) continue;
-        progress->report(static_cast<std::size_t>(it - q.entries.begin()));
+        if (ec || !own) continue;
+        std::size_t ahead = 0;
+        bool queued = false;
+        for (const auto& c : children) {
+            const auto seq = zklock::queue_sequence(c);
+            if (seq && *seq < *own) ++ahead;
+            if (seq && *seq == *own) queued = true;
+        }
+        // Gone (granted and released, or deleted) or at the head: the acquire says what became of it.
+        if (queued && ahead > 0) progress->report(ahead);
     }
 }
 
