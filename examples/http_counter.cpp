@@ -9,6 +9,7 @@
 //                    503 + Retry-After: 1  the lock was not acquired within --lock-timeout-ms
 //                    409                   the write was fenced off: a newer holder had been there
 //   GET  /value      200 "<value>\n"
+//   GET  /metrics    200 the session's metrics in the Prometheus text format (zklock/metrics.hpp)
 //
 // Prints "http_counter listening on ADDRESS:PORT" once it serves (--port 0: a free port).
 // --hold-ms widens the critical section, between the read and the write, for the tests.
@@ -231,11 +232,21 @@ awaitable<response> handle(service& svc, const http::request<http::string_body>&
         if (req.method() != http::verb::post) co_return reply(http::status::method_not_allowed, "use POST\n", req.version());
         co_return co_await increment(svc, req.version());
     }
+    if (req.target() == "/metrics") {
+        if (req.method() != http::verb::get) co_return reply(http::status::method_not_allowed, "use GET\n", req.version());
+        // Handlers run on the session's executor (one io_context, one thread): metrics() may be
+        // called here. The label goes on every sample (a program with several sessions gives each
+        // its own, with the vector overload of to_prometheus).
+        auto res = reply(http::status::ok, zklock::to_prometheus(svc.zk.metrics(), {{"app", "http_counter"}}),
+                         req.version());
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        co_return res;
+    }
     if (req.target() == "/value") {
         if (req.method() != http::verb::get) co_return reply(http::status::method_not_allowed, "use GET\n", req.version());
         co_return reply(http::status::ok, std::to_string(svc.counter.peek().value) + "\n", req.version());
     }
-    co_return reply(http::status::not_found, "try POST /increment or GET /value\n", req.version());
+    co_return reply(http::status::not_found, "try POST /increment, GET /value or GET /metrics\n", req.version());
 }
 
 awaitable<void> connection(service& svc, tcp::socket socket)

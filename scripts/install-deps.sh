@@ -1,6 +1,16 @@
 #!/usr/bin/env bash
 # Installs what zklock needs from Debian 12's packages, only what is missing. Idempotent. Root.
+#   --test   also what only the test suite uses: promtool (package prometheus), which checks the
+#            /metrics page of examples/http_counter (scripts/test.sh passes it; the demo does not
+#            need it, and the test skips that one check, saying so, without it).
 set -euo pipefail
+for_tests=0
+for a in "$@"; do
+  case "$a" in
+    --test) for_tests=1 ;;
+    *) echo "install-deps: unknown argument $a (expected --test)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   g++ cmake ninja-build make
@@ -16,6 +26,7 @@ packages=(
 # ZKLOCK_SANITIZERS=1 (scripts/test-sanitizers.sh): clang and its runtimes for the libFuzzer targets
 # (GCC's ASan/UBSan/TSan runtimes come with g++).
 if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
+if [ "$for_tests" = 1 ]; then packages+=(prometheus); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +43,15 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The prometheus package comes with a server that its maintainer scripts may start: the tests
+  # need only promtool.
+  if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    elif [ -x /etc/init.d/prometheus ]; then
+      /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    fi
+  fi
 else
   echo "install-deps: everything is installed" >&2
 fi

@@ -6,7 +6,7 @@
 #                        TSan, the fuzz targets under libFuzzer. .ci/run sets it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bash "$here/scripts/install-deps.sh"
+bash "$here/scripts/install-deps.sh" --test
 bash "$here/scripts/build.sh" >&2
 cd "${BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 600 -LE soak

@@ -25,6 +25,11 @@ std::string default_owner_info()
     return host + ":" + std::to_string(::getpid());
 }
 
+lock_kind kind_of(node_kind k) noexcept
+{
+    return k == node_kind::shared ? lock_kind::shared : k == node_kind::permit ? lock_kind::permit : lock_kind::exclusive;
+}
+
 queue_policy policy_of(const acquire_request& req)
 {
     queue_policy p = req.policy;
@@ -37,13 +42,16 @@ public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
           fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), timeout_(req.timeout),
-          h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known))
+          h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known)),
+          on_queued_(std::move(req.on_queued))
     {
     }
 
     void start()
     {
         in_initiation_ = true;
+        started_ = std::chrono::steady_clock::now();
+        s_->metrics().acquire_started(kind_of(fsm_.policy().kind), fsm_.dir());
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
         if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
@@ -119,7 +127,7 @@ private:
             s_->list_queue(fsm_.dir(), [self, created](error_code ec, std::shared_ptr<const listing> l) {
                 auto& [cec, path, czxid] = *created;
                 if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
-                self->run(self->fsm_.on_created(cec, std::move(path), czxid, ec, *l));
+                self->run_listed(self->fsm_.on_created(cec, std::move(path), czxid, ec, *l));
             });
             break;
         }
@@ -129,7 +137,7 @@ private:
         case ak::list:
             s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
                 if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
-                self->run(self->fsm_.on_listed(ec, *l));
+                self->run_listed(self->fsm_.on_listed(ec, *l));
             });
             break;
         case ak::stat_node:
@@ -147,6 +155,7 @@ private:
             });
             break;
         case ak::wait_event:
+            waited_ = true;
             watch_->wait([self](error_code ec, watch_event ev) {
                 self->run(ec ? self->fsm_.on_session_lost(ec)
                              : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted,
@@ -187,6 +196,14 @@ private:
             break;
         case ak::done: finish(a.ec); break;
         }
+    }
+
+    // After a listing: if it leaves us waiting (a watch on the node ahead), lock_options::on_queued
+    // hears of our place.
+    void run_listed(acquire_fsm::action a)
+    {
+        if (on_queued_ && a.kind == ak::watch && !fsm_.own_node().empty()) on_queued_(fsm_.own_node(), fsm_.last_position());
+        run(std::move(a));
     }
 
     // A node named with our attempt id that is not our own (a duplicate after a lost create reply)
@@ -240,10 +257,13 @@ private:
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
+        const auto now = std::chrono::steady_clock::now();
+        s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec, now - started_, waited_,
+                                       !fsm_.fast_handoff());
         lease result;
         if (!ec) {
             auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
-                                                    fsm_.mark_on_release() ? fsm_.dir() : std::string());
+                                                    fsm_.mark_on_release() ? fsm_.dir() : std::string(), now);
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
@@ -265,7 +285,10 @@ private:
     std::uint64_t generation_ = 0;
     bool in_initiation_ = false;
     bool waiting_session_ = false;
+    bool waited_ = false;  // waited for a watched node to go: a grant is a handoff (metrics)
+    std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
+    std::function<void(std::string_view, std::size_t)> on_queued_;
 };
 
 }  // namespace

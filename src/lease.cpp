@@ -22,9 +22,19 @@ const char* to_string(lease_status s) noexcept
 namespace zklock::detail {
 
 lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
-                         std::string mark_dir)
-    : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir))
+                         std::string mark_dir, std::chrono::steady_clock::time_point granted)
+    : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir)),
+      granted_(granted)
 {
+}
+
+void lease_state::report_end(error_code lost_reason)
+{
+    if (reported_end_) return;
+    reported_end_ = true;
+    const auto slash = node_.rfind('/');
+    s_->metrics().lease_ended(node_.substr(0, slash == 0 ? 1 : slash), std::chrono::steady_clock::now() - granted_,
+                              lost_reason);
 }
 
 void lease_state::start(std::shared_ptr<watch_state> adopted, bool revoke_seen)
@@ -109,6 +119,7 @@ void lease_state::set_lost(error_code reason)
 {
     if (status_ == lease_status::lost || status_ == lease_status::released) return;
     lost_reason_ = reason;
+    report_end(reason);
     set_status(lease_status::lost);
     auto waiters = std::move(lost_waiters_);
     lost_waiters_.clear();
@@ -151,6 +162,7 @@ void lease_state::release(unique_function<void(error_code)> cb)
         return;
     }
     status_ = lease_status::released;
+    report_end({});
     auto lost = std::move(lost_waiters_);
     lost_waiters_.clear();
     for (auto& w : lost) w(asio::error::operation_aborted);

@@ -16,8 +16,9 @@ class lease_state final : public session_observer, public std::enable_shared_fro
 public:
     /// `mark_dir`: release with a handoff mark into this lock path (acquire_fsm::mark_on_release),
     /// or empty: delete plainly.
+    /// `granted`: when the acquire was granted (metrics: hold time).
     lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
-                std::string mark_dir = {});
+                std::string mark_dir = {}, std::chrono::steady_clock::time_point granted = {});
 
     /// `adopted`: the data watch the acquire kept on our node while it waited, if any (it becomes
     /// ours at no cost); `revoke_seen`: that watch read a revocation request.
@@ -44,6 +45,8 @@ public:
 
 private:
     void set_status(lease_status st);
+    /// Tells the session's metrics once that the lease stopped holding (released or lost).
+    void report_end(error_code lost_reason);
     void set_lost(error_code reason);
     void remove_node(unique_function<void(error_code)> cb);
     // Our node is watched only while someone awaits lost, status or revocation (or the watch came
@@ -68,6 +71,8 @@ private:
     std::vector<unique_function<void(error_code, lease_status)>> status_waiters_;
     std::vector<unique_function<void(error_code)>> revoke_waiters_;
     bool revoke_requested_ = false;
+    std::chrono::steady_clock::time_point granted_;
+    bool reported_end_ = false;
     void on_node_data(const std::string& data);
 };
 

@@ -73,7 +73,8 @@ private:
             if (*left <= steady::duration::zero()) return fail(errc::timeout);
         }
         const std::size_t idx = order_[next_];
-        acquire_request req{specs_[idx].path, policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr};
+        acquire_request req{specs_[idx].path, policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr,
+                            options_.on_queued};
         acquiring_ = true;
         initiate_acquire(s_, std::move(req),
                          asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {

@@ -203,5 +203,6 @@ session_state session::state() const noexcept { return impl_->state(); }
 std::int64_t session::session_id() const noexcept { return impl_->session_id(); }
 std::chrono::milliseconds session::negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
 std::uint64_t session::generation() const noexcept { return impl_->generation(); }
+metrics_snapshot session::metrics() const { return impl_->metrics().snapshot(); }
 
 }  // namespace zklock

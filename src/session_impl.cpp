@@ -111,6 +111,7 @@ void session_impl::apply(const session_effects& e)
     if (e.fail_watches) watches_.fail_all(*e.fail_watches);
     if (e.state_changed) notify_observers();
     if (e.presumed_expired) {
+        metrics_.presumed_expiry();
         auto copy = observers_;
         for (auto& w : copy)
             if (auto o = w.lock()) o->on_presumed_expired();
@@ -123,8 +124,13 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
     if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
         if (!zh_) return;
         const clientid_t* id = zoo_client_id(zh_);
+        if (state() != session_state::connected) {
+            if (was_connected_) metrics_.reconnect();
+            was_connected_ = true;
+        }
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
+        metrics_.expiry();
         auto e = fsm_.on_expired();
         // This runs from the queue of completions: the handle is closed (and a fresh one started)
         // once the queue is done (after_process).
@@ -307,9 +313,10 @@ template <class Req> void session_impl::refuse(std::unique_ptr<Req> r, error_cod
     schedule_completions();
 }
 
-template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc)
+template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc, request_type type)
 {
     if (rc == ZOK) {
+        metrics_.request(type);
         r.release();  // the C client owns it until its callback
         drive();
         return;
@@ -349,7 +356,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
     const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
     const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                                 &on_create, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::create);
 }
 
 void session_impl::remove(const std::string& path, std::int32_t version, void_cb cb)
@@ -357,7 +364,7 @@ void session_impl::remove(const std::string& path, std::int32_t version, void_cb
     auto r = make_req<void_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_adelete(zh_, path.c_str(), version, &on_void, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::remove);
 }
 
 void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> w, stat_cb cb)
@@ -367,7 +374,7 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::exists);
 }
 
 void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb)
@@ -377,7 +384,7 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::get_data);
 }
 
 void session_impl::set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb)
@@ -386,7 +393,7 @@ void session_impl::set_data(const std::string& path, std::string_view data, std:
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     const int rc = zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::set_data);
 }
 
 void session_impl::get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb)
@@ -396,7 +403,7 @@ void session_impl::get_children(const std::string& path, std::shared_ptr<watch_s
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aget_children(zh_, path.c_str(), r->w ? 1 : 0, &on_children, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::get_children);
 }
 
 void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
@@ -438,7 +445,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
         }
     }
     const int rc = zoo_amulti(zh_, static_cast<int>(n), r->ops.data(), r->results.data(), &on_multi, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::multi);
 }
 
 void session_impl::list_queue(const std::string& dir, listing_cb cb)
@@ -467,11 +474,12 @@ void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
     auto r = make_req<listing_req>(this, [self = shared_from_this(), b](error_code ec, std::shared_ptr<const listing> l) {
         auto& f = self->listings_in_flight_;
         if (auto it = std::find(f.begin(), f.end(), b->dir); it != f.end()) f.erase(it);
+        if (!ec) self->metrics_.listing(l->children());
         for (auto& w : b->waiters) w(ec, l);
     });
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
-    submit(std::move(r), rc);
+    submit(std::move(r), rc, request_type::get_children);
 }
 
 void session_impl::note_queue_size(const std::string& dir, std::size_t n)

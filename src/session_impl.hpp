@@ -24,6 +24,7 @@
 #pragma once
 
 #include "handler_util.hpp"
+#include "metrics_state.hpp"
 #include "session_fsm.hpp"
 #include "watch_table.hpp"
 #include "zk_requests.hpp"
@@ -121,6 +122,10 @@ public:
     /// once they have had children and are empty). Existing ones are fine.
     void create_containers(const std::string& dir, void_cb cb);
 
+    /// What this session counts (zklock/metrics.hpp); the recipes and the bridge report to it.
+    metrics_state& metrics() noexcept { return metrics_; }
+    const metrics_state& metrics() const noexcept { return metrics_; }
+
     std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(ex_); }
 
     /// `o` hears of every state change from now on, for as long as it lives.
@@ -140,7 +145,7 @@ private:
     /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
     std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
     template <class Req> void refuse(std::unique_ptr<Req> r, error_code ec);
-    template <class Req> void submit(std::unique_ptr<Req> r, int rc);
+    template <class Req> void submit(std::unique_ptr<Req> r, int rc, request_type type);
     error_code no_handle_error() const;
 
     // session_io.cpp: the reactor loop
@@ -199,6 +204,8 @@ private:
     void send_listing(const std::shared_ptr<listing_batch>& b);
     std::size_t next_queue_size_ = 0;
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
+    bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
+    metrics_state metrics_;
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).

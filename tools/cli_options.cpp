@@ -44,7 +44,7 @@ constexpr std::array<option_spec, 10> specs{{
      false},
     {"owner", 0, "TEXT",
      "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", false},
-    {"verbose", 'v', "", "Report progress (connected, queued, acquired, released) on stderr.", true},
+    {"verbose", 'v', "", "Report progress (connected, queued and how many ahead, acquired, released) on stderr.", true},
     {"help", 'h', "", "Print this help and exit.", true},
 }};
 

@@ -27,8 +27,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -80,10 +83,83 @@ std::string connect_failure(const cli::options& o, const error_code& ec)
     return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
 }
 
-awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o)
+/// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
+/// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
+struct queue_progress {
+    bool tty = ::isatty(2) == 1;
+    bool line_open = false;  // a progress line without its newline is on the terminal
+    std::string node;        // our queue node, once an acquire has queued it
+    std::optional<std::size_t> shown;
+
+    void report(std::size_t ahead)
+    {
+        if (shown == ahead) return;
+        shown = ahead;
+        if (tty) {
+            std::fprintf(stderr, "\rzklock: waiting: %zu ahead\033[K", ahead);
+            std::fflush(stderr);
+            line_open = true;
+        } else {
+            say("waiting: %zu ahead", ahead);
+        }
+    }
+    /// Before any other line: end the progress line.
+    void end_line()
+    {
+        if (!line_open) return;
+        std::fputc('\n', stderr);
+        line_open = false;
+    }
+};
+
+/// While the acquire waits: the lock path's children listed every 500 ms (one request, not the
+/// data of every node as async_list_queue reads it), the queue nodes older than ours counted (the
+/// acquire itself lists again only when the node just ahead of ours goes). Never completes:
+/// cancelled by `||`.
+awaitable<void> poll_queue(zklock::session& zk, const cli::options& o, std::shared_ptr<queue_progress> progress)
+{
+    asio::steady_timer timer{co_await asio::this_coro::executor};
+    for (;;) {
+        timer.expires_after(std::chrono::milliseconds(500));
+        if (auto [ec] = co_await timer.async_wait(tuple); ec) co_return;  // cancelled: acquired or interrupted
+        if (progress->node.empty()) continue;
+        auto [ec, children] = co_await zk.async_get_children(o.lock_path, tuple);
+        if (ec == asio::error::operation_aborted) co_return;
+        const auto own = zklock::queue_sequence(progress->node);
+        if (ec || !own) continue;
+        std::size_t ahead = 0;
+        bool queued = false;
+        for (const auto& c : children) {
+            const auto seq = zklock::queue_sequence(c);
+            if (seq && *seq < *own) ++ahead;
+            if (seq && *seq == *own) queued = true;
+        }
+        // Gone (granted and released, or deleted) or at the head: the acquire says what became of it.
+        if (queued && ahead > 0) progress->report(ahead);
+    }
+}
+
+awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& zk, const cli::options& o,
+                                                              zklock::lock_options lock_options);
+
+awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o,
+                                                         const std::shared_ptr<queue_progress>& progress)
 {
     zklock::lock_options lock_options;
     lock_options.owner_info = o.owner;
+    if (!progress || o.try_only) co_return co_await acquire_once(zk, o, std::move(lock_options));
+    lock_options.on_queued = [progress](std::string_view node, std::size_t ahead) {
+        progress->node = node;
+        progress->report(ahead);
+    };
+    auto r = co_await (acquire_once(zk, o, std::move(lock_options)) || poll_queue(zk, o, progress));
+    progress->end_line();
+    co_return std::move(std::get<0>(r));
+}
+
+awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& zk, const cli::options& o,
+                                                              zklock::lock_options lock_options)
+{
     if (o.shared) {
         zklock::shared_mutex m{zk, o.lock_path, lock_options};
         if (o.try_only) co_return co_await m.async_try_acquire_shared(tuple);
@@ -156,7 +232,9 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     // 2. Queue for the lock, unless interrupted. On a signal `||` cancels the acquire, which
     //    deletes our queue node before it completes: nobody waits behind a node of ours.
     if (o.verbose) say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", o.lock_path.c_str());
-    auto acquired = co_await (acquire(zk, o) || interrupt(signals));
+    auto progress = o.verbose ? std::make_shared<queue_progress>() : nullptr;
+    auto acquired = co_await (acquire(zk, o, progress) || interrupt(signals));
+    if (progress) progress->end_line();
     if (acquired.index() == 1) {
         say("interrupted by %s while waiting for %s; left the queue", cli::signal_name(std::get<1>(acquired)).c_str(),
             o.lock_path.c_str());

@@ -97,7 +97,7 @@ protected:
             try_only = true;
             timeout.reset();
         }
-        detail::acquire_request req{path_, policy, try_only, timeout, options_.owner_info, count_known_};
+        detail::acquire_request req{path_, policy, try_only, timeout, options_.owner_info, count_known_, options_.on_queued};
         return asio::async_initiate<Token, void(error_code, lease)>(
             [](auto h, detail::session_ptr sp, detail::acquire_request r) {
                 detail::initiate_acquire(std::move(sp), std::move(r), std::move(h));

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace zklock {
 
@@ -48,6 +50,14 @@ struct lock_options {
     /// whose node would exceed session_config::max_request_bytes fails at once with
     /// errc::request_too_large (nothing is sent).
     std::string owner_info;
+
+    /// Optional: told, on the session's executor, each time a waiting acquire has looked at its
+    /// queue and must wait: its node's path and how many contenders it saw ahead of it (for a
+    /// semaphore: permit nodes ahead, permits included). Called once per listing that leaves it
+    /// waiting (at its first, then whenever the node it watched goes and it lists again); a
+    /// handoff that needs no listing grants without calling it. To follow a long queue between
+    /// those moments, poll async_list_queue (what `zklock --verbose` does). Must not throw.
+    std::function<void(std::string_view node, std::size_t ahead)> on_queued;
 };
 
 }  // namespace zklock

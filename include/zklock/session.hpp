@@ -11,6 +11,7 @@
 #include <zklock/config.hpp>
 #include <zklock/detail/session_fwd.hpp>
 #include <zklock/error.hpp>
+#include <zklock/metrics.hpp>
 #include <zklock/types.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -128,6 +129,13 @@ public:
     std::chrono::milliseconds negotiated_timeout() const noexcept;
     /// How many ZooKeeper sessions this object has established (0 before the first connect).
     std::uint64_t generation() const noexcept;
+
+    /// What this session object has counted since it was made (acquires, wait and hold times,
+    /// handoffs, lost leases, reconnects, expiries, requests, listings, waiters and holders per
+    /// lock path): see zklock/metrics.hpp, and to_prometheus() to serve it. A copy, taken in
+    /// O(number of lock paths in use); counting costs a few increments per operation.
+    /// Thread safety: like every other member, call it on the session's executor.
+    metrics_snapshot metrics() const;
 
     /// Connects: completes when a ZooKeeper session is established (at once if it is).
     /// Completion signature: void(error_code).

@@ -5,6 +5,7 @@
 #include <zklock/error.hpp>
 #include <zklock/basic_lock.hpp>
 #include <zklock/lease.hpp>
+#include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/queue.hpp>

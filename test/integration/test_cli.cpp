@@ -718,3 +718,54 @@ TEST_CASE("zklock cli: list shows holders and waiters in queue order")
         CHECK(empty.out().find(path2 + ": free") != std::string::npos);
     });
 }
+
+TEST_CASE("zklock cli: --verbose reports the waiter's place in the queue as it changes (plain lines off a terminal)")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-verbose");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        process holder, first, second;
+        process_guard guard{{&holder, &first, &second}};
+        co_await start_holder(holder, s, servers, path, "holder");
+
+        // first: 1 ahead (the holder); it holds for 2 s once granted, so that second, queued
+        // behind both (2 ahead), sees its place become 1 by polling the queue.
+        const std::string first_ready = s / "first.ready";
+        start(first, s, "first", zklock_args(servers, {"--verbose", path, "--", "sh", "-c", "touch " + first_ready + "; sleep 2"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        start(second, s, "second", zklock_args(servers, {"--verbose", path, "--", "true"}));
+        REQUIRE(co_await wait_children(zk, path, 3) == 3);
+        holder.signal(SIGTERM);
+        REQUIRE(co_await wait_exit(holder));
+        CHECK(co_await finish(first) == 0);
+        CHECK(co_await finish(second) == 0);
+
+        auto lines_until_acquired = [](const std::string& err) {
+            std::vector<std::string> out;
+            for (const auto& l : lines_of(err)) {
+                if (l.find("waiting: ") != std::string::npos || l.find("zklock: acquired ") == 0) out.push_back(l);
+                if (l.find("zklock: acquired ") == 0) break;
+            }
+            return out;
+        };
+        const auto e1 = first.err(), e2 = second.err();
+        CAPTURE(e1);
+        CAPTURE(e2);
+        CHECK(e1.find('\r') == std::string::npos);  // stderr is a file here: no progress line
+        CHECK(e2.find('\r') == std::string::npos);
+        const auto l1 = lines_until_acquired(e1);
+        REQUIRE(l1.size() == 2);
+        CHECK(l1[0] == "zklock: waiting: 1 ahead");
+        CHECK(l1[1].find("zklock: acquired " + path) == 0);
+        const auto l2 = lines_until_acquired(e2);
+        REQUIRE(l2.size() == 3);
+        CHECK(l2[0] == "zklock: waiting: 2 ahead");
+        CHECK(l2[1] == "zklock: waiting: 1 ahead");  // one line per change, none repeated
+        CHECK(l2[2].find("zklock: acquired " + path) == 0);
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}

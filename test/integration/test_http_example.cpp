@@ -220,6 +220,38 @@ struct client {
 
 std::int64_t number(const std::string& s) { return std::stoll(s); }
 
+/// The value of the sample line "<name_and_labels> <value>" in a Prometheus text page, or -1.
+double sample(const std::string& page, const std::string& name_and_labels)
+{
+    std::istringstream in(page);
+    for (std::string l; std::getline(in, l);)
+        if (l.size() > name_and_labels.size() && l.compare(0, name_and_labels.size(), name_and_labels) == 0 &&
+            l[name_and_labels.size()] == ' ')
+            return std::stod(l.substr(name_and_labels.size() + 1));
+    return -1;
+}
+
+/// `promtool check metrics` (Debian's prometheus package) on `page`, fed on stdin: its exit status
+/// and output, or nullopt when promtool is not installed.
+std::optional<std::pair<int, std::string>> promtool_check(const scratch& dir, const std::string& page)
+{
+    const char* candidates[] = {"/usr/bin/promtool", "/usr/local/bin/promtool"};
+    const char* tool = nullptr;
+    for (const char* c : candidates)
+        if (::access(c, X_OK) == 0) tool = c;
+    if (!tool) return std::nullopt;
+    const std::string in = dir / "metrics.txt";
+    std::ofstream(in, std::ios::binary) << page;
+    const std::string cmd = std::string(tool) + " check metrics < '" + in + "' 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[512];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    const int ws = ::pclose(p);
+    return std::pair{WIFEXITED(ws) ? WEXITSTATUS(ws) : 128, out};
+}
+
 /// "value token" as the example writes it.
 std::pair<std::int64_t, std::int64_t> read_counter(const std::string& file)
 {
@@ -341,7 +373,22 @@ TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 
         mutex m{zk, lock};
         auto held = co_await m.async_acquire(5s);
         const auto t0 = clock_type::now();
-        const auto r = co_await cl.request(http::verb::post, "/increment");
+        // While the request waits behind our lease: the service's /metrics shows one waiter on the path.
+        std::optional<reply> waiting;
+        asio::co_spawn(ex, [&]() -> awaitable<void> { waiting = co_await cl.request(http::verb::post, "/increment"); },
+                       asio::detached);
+        client scraper(ex, srv.port);
+        const std::string path_labels = "{app=\"http_counter\",path=\"" + lock + "\"}";
+        double waiters = -1;
+        for (int i = 0; i < 100 && waiters != 1 && !waiting; ++i) {  // until its acquire has started
+            const auto mr = co_await scraper.request(http::verb::get, "/metrics");
+            REQUIRE(mr.status == 200);
+            waiters = sample(mr.body, "zklock_waiters" + path_labels);
+            if (waiters != 1) co_await sleep_for(2ms);
+        }
+        CHECK(waiters == 1);
+        while (!waiting) co_await sleep_for(5ms);
+        const auto r = *waiting;
         CHECK(r.status == 503);
         CHECK(r.retry_after == "1");
         CHECK(clock_type::now() - t0 >= 300ms);
@@ -360,6 +407,30 @@ TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 
         const auto r2 = co_await cl.request(http::verb::post, "/increment");
         CHECK(r2.status == 409);
         CHECK(read_counter(file) == std::pair<std::int64_t, std::int64_t>{100, future_token});
+
+        // What it counted: 3 acquires, 2 granted (the 409 was granted and fenced off), 1 timed out;
+        // nobody waits or holds now (the path's gauges are gone); the page passes promtool.
+        const auto mr = co_await scraper.request(http::verb::get, "/metrics");
+        REQUIRE(mr.status == 200);
+        const std::string& page = mr.body;
+        INFO(page);
+        const std::string ex_labels = "{app=\"http_counter\",kind=\"exclusive\"}";
+        CHECK(sample(page, "zklock_acquires_started_total" + ex_labels) == 3);
+        CHECK(sample(page, "zklock_acquires_granted_total" + ex_labels) == 2);
+        CHECK(sample(page, "zklock_acquires_timed_out_total" + ex_labels) == 1);
+        CHECK(sample(page, "zklock_acquires_cancelled_total" + ex_labels) == 0);
+        CHECK(sample(page, "zklock_acquire_wait_seconds_count{app=\"http_counter\"}") == 2);
+        CHECK(sample(page, "zklock_lease_hold_seconds_count{app=\"http_counter\"}") == 2);
+        CHECK(sample(page, "zklock_requests_total{app=\"http_counter\",type=\"create\"}") >= 3);
+        CHECK(sample(page, "zklock_waiters" + path_labels) == -1);
+        CHECK(page.find("# TYPE zklock_acquire_wait_seconds histogram\n") != std::string::npos);
+        if (auto check = promtool_check(dir, page)) {
+            INFO("promtool check metrics: " << check->second);
+            CHECK(check->first == 0);
+        } else {
+            WARN_MESSAGE(false, "promtool not installed (Debian package prometheus; scripts/install-deps.sh --test "
+                                "installs it): the Prometheus format check of /metrics was skipped");
+        }
         CHECK(co_await stop(srv) == 0);
     });
 }

@@ -7,6 +7,7 @@
 #include <zklock/lease.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ struct acquire_request {
     /// Permit policy: shared by the acquires of one semaphore object; set once its stored count
     /// was verified, so later acquires skip the read (policy.count_known).
     std::shared_ptr<bool> count_known;
+    std::function<void(std::string_view, std::size_t)> on_queued;  ///< lock_options::on_queued
 };
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h);

@@ -1,0 +1,95 @@
+// zklock/metrics.hpp — what a session counts, as a plain snapshot, and its Prometheus rendering.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zklock {
+
+/// A histogram with fixed upper bounds, as Prometheus wants it: `cumulative[i]` counts the
+/// observations <= `upper_bounds[i]`; `count` is every observation (the `+Inf` bucket), `sum` their
+/// total. Durations are in seconds.
+struct histogram_snapshot {
+    std::vector<double> upper_bounds;
+    std::vector<std::uint64_t> cumulative;
+    double sum = 0;
+    std::uint64_t count = 0;
+};
+
+/// An acquire direction: an exclusive node (mutex, shared_mutex writer), a shared one
+/// (shared_mutex reader) or a semaphore permit.
+enum class lock_kind { exclusive, shared, permit };
+
+/// Counters of one kind of acquire (monotonic since the session object was made).
+struct acquire_counters {
+    std::uint64_t started = 0;
+    std::uint64_t granted = 0;
+    std::uint64_t timed_out = 0;  ///< errc::timeout
+    std::uint64_t cancelled = 0;  ///< asio::error::operation_aborted
+    std::uint64_t failed = 0;     ///< any other error (would_block included: see failed_by_error)
+};
+
+/// One lock path with acquires waiting or leases held by this session right now.
+struct path_gauges {
+    std::string path;
+    std::uint64_t waiters = 0;  ///< acquires started and not finished
+    std::uint64_t holders = 0;  ///< leases granted and neither released nor lost
+};
+
+/// Everything a session counts. Counters only grow over the life of the session object (across
+/// reconnects and new ZooKeeper sessions); gauges are the state now.
+struct metrics_snapshot {
+    acquire_counters exclusive;  ///< mutex, shared_mutex writers (multi_lock's parts included)
+    acquire_counters shared;     ///< shared_mutex readers
+    acquire_counters permit;     ///< semaphore permits
+    /// Failed acquires (the `failed` above) by error: "would_block", "lock_lost", ...
+    /// (zklock::errc names), or "zookeeper_<code>" for ZooKeeper's codes, "<category>_<value>" else.
+    std::vector<std::pair<std::string, std::uint64_t>> failed_by_error;
+
+    histogram_snapshot wait_seconds;  ///< from the start of an acquire to its grant (granted only)
+    histogram_snapshot hold_seconds;  ///< from a grant to its release or loss
+
+    /// Grants to a waiter that found itself behind another node (a handoff): with a listing of the
+    /// lock path, or without (the watched node was the head of its listing, or left with a handoff
+    /// mark; docs/handoff.md).
+    std::uint64_t handoffs_with_listing = 0;
+    std::uint64_t handoffs_without_listing = 0;
+
+    /// Leases lost, by reason: another client deleted the node (errc::lock_lost), the session
+    /// expired or was presumed expired (errc::session_expired), the session was closed while held.
+    std::uint64_t leases_lost_node_deleted = 0;
+    std::uint64_t leases_lost_session_expired = 0;
+    std::uint64_t leases_lost_session_closed = 0;
+
+    std::uint64_t reconnects = 0;          ///< connected again after a connection loss (same or new ZooKeeper session)
+    std::uint64_t session_expiries = 0;    ///< the server said the ZooKeeper session expired
+    std::uint64_t presumed_expiries = 0;   ///< cut off for ~the session timeout: presumed expired client-side
+
+    /// Requests handed to the C client, by type: "create", "delete", "exists", "get_data",
+    /// "set_data", "get_children" (listings included), "multi". Refused requests (not connected,
+    /// too large) are not counted.
+    std::vector<std::pair<std::string, std::uint64_t>> requests;
+
+    histogram_snapshot listing_size;  ///< children per lock-path listing received
+
+    std::vector<path_gauges> paths;  ///< sorted by path; only paths with waiters or holders
+};
+
+/// One label of every rendered sample, e.g. {"session", "orders-1"}.
+using metric_label = std::pair<std::string, std::string>;
+
+/// Renders `m` in the Prometheus text exposition format (version 0.0.4, served with
+/// `Content-Type: text/plain; version=0.0.4`): `# HELP` and `# TYPE` per family, names
+/// `zklock_...` (counters end in `_total`), histograms with cumulative `_bucket{le=...}`, `+Inf`,
+/// `_sum`, `_count`. `labels` are added to every sample. Label values are escaped (backslash,
+/// double quote, newline). No dependency: the format is plain text.
+std::string to_prometheus(const metrics_snapshot& m, const std::vector<metric_label>& labels = {});
+
+/// Several sessions on one page: each family once (the format allows a family's HELP/TYPE only
+/// once, so concatenating single renderings would be invalid), with one sample set per snapshot,
+/// each with its own labels (give each a distinct one, e.g. {"session", name}).
+std::string to_prometheus(const std::vector<std::pair<metrics_snapshot, std::vector<metric_label>>>& sessions);
+
+}  // namespace zklock
