@@ -21,6 +21,8 @@ std::uint64_t request_count(const metrics_snapshot& m, const std::string& type)
     return 0;
 }
 
+// A pointer into `m`: never pass a temporary snapshot (ASan found one).
+const path_gauges* gauges_of(const metrics_snapshot&& m, const std::string& path) = delete;
 const path_gauges* gauges_of(const metrics_snapshot& m, const std::string& path)
 {
     auto it = std::find_if(m.paths.begin(), m.paths.end(), [&](const path_gauges& g) { return g.path == path; });
@@ -100,7 +102,8 @@ TEST_CASE("metrics: a session counts its acquires, handoffs, lost leases and gau
         shared_mutex sm{a, path + "-rw"};
         auto r = co_await sm.async_acquire_shared(5s);
         {
-            const auto* g = gauges_of(a.metrics(), path + "-rw");
+            const auto now = a.metrics();  // g points into it: keep the snapshot alive
+            const auto* g = gauges_of(now, path + "-rw");
             REQUIRE(g != nullptr);
             CHECK(g->holders == 1);
             CHECK(g->waiters == 0);
