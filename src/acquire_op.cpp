@@ -1,4 +1,5 @@
 // The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
+#include "cohort.hpp"
 #include "lease_state.hpp"
 #include "session_impl.hpp"
 
@@ -43,7 +44,7 @@ public:
         : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
           fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), timeout_(req.timeout),
           h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known)),
-          on_queued_(std::move(req.on_queued))
+          on_queued_(std::move(req.on_queued)), internal_(req.internal)
     {
     }
 
@@ -51,7 +52,7 @@ public:
     {
         in_initiation_ = true;
         started_ = std::chrono::steady_clock::now();
-        s_->metrics().acquire_started(kind_of(fsm_.policy().kind), fsm_.dir());
+        if (!internal_) s_->metrics().acquire_started(kind_of(fsm_.policy().kind), fsm_.dir());
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
         if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
@@ -258,12 +259,14 @@ private:
         if (own_watch) own_watch->cancel_wait();
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
         const auto now = std::chrono::steady_clock::now();
-        s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec, now - started_, waited_,
-                                       !fsm_.fast_handoff());
+        if (!internal_)
+            s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec, now - started_, waited_,
+                                           !fsm_.fast_handoff());
         lease result;
         if (!ec) {
             auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
                                                     fsm_.mark_on_release() ? fsm_.dir() : std::string(), now);
+            if (internal_) ls->set_unmetered();
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
@@ -289,12 +292,14 @@ private:
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
     std::function<void(std::string_view, std::size_t)> on_queued_;
+    bool internal_;  // a cohort's own acquire (acquire_request::internal)
 };
 
 }  // namespace
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
 {
+    if (req.cohort && req.policy.kind != node_kind::permit) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
     std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start();
 }
 

@@ -148,6 +148,7 @@ void lease_state::on_presumed_expired()
 {
     if (status_ != lease_status::held && status_ != lease_status::suspended) return;
     set_lost(errc::session_expired);
+    if (local_release_) return;  // a cohort's local holder: the node is the cohort's lease's to remove
     // The session may yet come back (the server may not have expired it): our node must not go on
     // blocking the queue for a holder that has been told it lost the lock. Plainly: the successor
     // lists.
@@ -173,6 +174,13 @@ void lease_state::release(unique_function<void(error_code)> cb)
     status_waiters_.clear();
     for (auto& w : waiters) w({}, lease_status::released);
     node_watch_.reset();
+    if (local_release_) {
+        // A cohort's local holder: the cohort hands the lock on (or deletes its node) and completes
+        // `cb`, never inline.
+        auto hook = std::move(local_release_);
+        hook(std::move(cb));
+        return;
+    }
     remove_node(std::move(cb));
 }
 
@@ -386,6 +394,10 @@ bool lease::owns_lock() const noexcept
 
 lease_status lease::status() const noexcept { return state_ ? state_->status() : lease_status::released; }
 std::int64_t lease::fencing_token() const noexcept { return state_ ? state_->token() : 0; }
+fence_token lease::fence() const noexcept
+{
+    return state_ ? fence_token{state_->token(), state_->local_seq()} : fence_token{};
+}
 
 const std::string& lease::node() const noexcept
 {

@@ -36,10 +36,27 @@ public:
 
     /// A guarded multi found our node gone: the lock is lost (lock_lost), if nothing said so yet.
     void node_gone() { set_lost(errc::lock_lost); }
+    /// The lock is lost for `reason` (a cohort whose ZooKeeper node was lost tells its holders).
+    void lose(error_code reason) { set_lost(reason); }
+
+    /// Cohort mode: this lease is one local holder of a node the cohort holds (lock_options::cohort).
+    /// `local_seq`: its place among the node's local holders (fence()); releasing it calls
+    /// `on_release` with the release's callback instead of deleting the node, and a presumed
+    /// expiry only marks it lost (the cohort's own lease of the node removes it).
+    using release_hook = unique_function<void(unique_function<void(error_code)>)>;
+    void make_local(std::uint64_t local_seq, release_hook on_release)
+    {
+        local_seq_ = local_seq;
+        local_release_ = std::move(on_release);
+    }
+    /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
+    void set_unmetered() noexcept { reported_end_ = true; }
 
     lease_status status() const noexcept { return status_; }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }
+    std::uint64_t local_seq() const noexcept { return local_seq_; }
+    std::uint64_t generation() const noexcept { return generation_; }
     error_code lost_reason() const noexcept { return lost_reason_; }
     const session_ptr& session() const noexcept { return s_; }
 
@@ -73,7 +90,14 @@ private:
     bool revoke_requested_ = false;
     std::chrono::steady_clock::time_point granted_;
     bool reported_end_ = false;
+    std::uint64_t local_seq_ = 0;
+    release_hook local_release_;  // cohort mode: see make_local
     void on_node_data(const std::string& data);
+};
+
+/// The cohort takes a lease's state over (lease keeps its state private).
+struct lease_access {
+    static std::shared_ptr<lease_state> take(lease& l) noexcept { return std::move(l.state_); }
 };
 
 }  // namespace zklock::detail

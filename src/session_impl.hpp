@@ -36,6 +36,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <unordered_map>
+
 #include <zookeeper/zookeeper.h>
 
 #include <array>
@@ -48,6 +50,7 @@
 namespace zklock::detail {
 
 class close_service;
+class cohort;
 
 /// Told of the session's state changes, on the session's executor.
 class session_observer {
@@ -131,6 +134,10 @@ public:
     /// `o` hears of every state change from now on, for as long as it lives.
     void subscribe(std::weak_ptr<session_observer> o);
 
+    /// Cohort mode's local queues, by role and lock path (src/cohort.cpp). Held weakly: a cohort
+    /// lives while it has waiters, holders or a ZooKeeper node, and removes its entry as it goes.
+    std::unordered_map<std::string, std::weak_ptr<cohort>>& cohorts() noexcept { return cohorts_; }
+
     // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
     void on_watcher(int type, int zstate, std::string path);
@@ -210,6 +217,7 @@ private:
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).
     close_service& closer_;
+    std::unordered_map<std::string, std::weak_ptr<cohort>> cohorts_;
 };
 
 }  // namespace zklock::detail

@@ -98,6 +98,8 @@ protected:
             timeout.reset();
         }
         detail::acquire_request req{path_, policy, try_only, timeout, options_.owner_info, count_known_, options_.on_queued};
+        req.cohort = options_.cohort && policy.kind != detail::node_kind::permit;
+        req.max_local_handoffs = options_.max_local_handoffs;
         return asio::async_initiate<Token, void(error_code, lease)>(
             [](auto h, detail::session_ptr sp, detail::acquire_request r) {
                 detail::initiate_acquire(std::move(sp), std::move(r), std::move(h));

@@ -58,6 +58,33 @@ struct lock_options {
     /// handoff that needs no listing grants without calling it. To follow a long queue between
     /// those moments, poll async_list_queue (what `zklock --verbose` does). Must not throw.
     std::function<void(std::string_view node, std::size_t ahead)> on_queued;
+
+    /// Cohort mode (a local queue in front of the ZooKeeper lock), for a hot lock many coroutines
+    /// of one process want. The acquires of one session that want the same lock in the same role
+    /// (a mutex or a shared_mutex's writers: exclusive; a shared_mutex's readers: shared) queue
+    /// locally behind ONE ZooKeeper node, queued as soon as the first of them arrives. Once that
+    /// node is granted, the lock passes from local holder to local holder in local FIFO order
+    /// with no ZooKeeper request (readers of one session are granted together on one shared node).
+    ///
+    /// Fairness between sessions: while a node of another contender is queued behind ours, at most
+    /// max_local_handoffs local grants follow one another on our node; then the node is released
+    /// (the next session's turn) and, if local waiters remain, queued again at the back. With
+    /// nobody else waiting, local grants go on. Each local acquire keeps the whole contract: its
+    /// own timeout and cancellation (the last local waiter to leave deletes the node), a lease with
+    /// its loss notice, revocation (a request seen stops the local handoffs), and a strictly
+    /// increasing lease::fence() (lease::fencing_token() is shared by the local holders of one
+    /// node: compare fence()). A try-acquire is granted locally only if the lock can be had at
+    /// once, else it goes to ZooKeeper like any try-acquire when no local turn runs.
+    ///
+    /// Ignored by a semaphore. The settings of a session's first acquire of a lock (owner_info,
+    /// on_queued, max_local_handoffs) serve that lock's local queue while it has waiters or
+    /// holders.
+    bool cohort = false;
+
+    /// Cohort mode: how many local holders may follow one another on our node while another
+    /// contender waits behind it (0 counts as 1). Larger: more throughput on a hot lock, longer
+    /// waits for the other sessions (about max_local_handoffs x the hold time).
+    std::uint32_t max_local_handoffs = 32;
 };
 
 }  // namespace zklock

@@ -8,6 +8,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,8 +29,21 @@ enum class lease_status {
 
 const char* to_string(lease_status s) noexcept;
 
+/// The full fencing token of a lease: the creation zxid of its ZooKeeper node, then its place
+/// among the local holders of that node (cohort mode, lock_options::cohort; 0 otherwise).
+/// Compared as a pair (zxid first), it strictly increases across every holder of one lock path,
+/// local handoffs included: a resource keeps the largest pair it has seen and rejects any pair
+/// that is not greater. Without cohort mode `local` is always 0 and the pair orders like
+/// lease::fencing_token() alone.
+struct fence_token {
+    std::int64_t zxid = 0;
+    std::uint64_t local = 0;
+    friend auto operator<=>(const fence_token&, const fence_token&) = default;
+};
+
 namespace detail {
 class lease_state;
+struct lease_access;
 void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h);
@@ -83,7 +97,11 @@ public:
 
     lease_status status() const noexcept;
     /// Creation zxid of our node: strictly increasing across holders of this lock path. 0 if empty.
+    /// In cohort mode (lock_options::cohort) the local holders of one node share it: compare
+    /// fence() instead, which is strictly increasing in both modes.
     std::int64_t fencing_token() const noexcept;
+    /// {fencing_token(), local place}: strictly increasing across every holder (see fence_token).
+    fence_token fence() const noexcept;
     /// Full path of our queue node ("" if empty).
     const std::string& node() const noexcept;
     /// Why the lease was lost (empty unless status() == lost).
@@ -176,6 +194,7 @@ public:
     }
 
 private:
+    friend struct detail::lease_access;
     std::shared_ptr<detail::lease_state> state_;
 };
 

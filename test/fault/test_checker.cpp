@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 
 using namespace zklock::test;
 using namespace std::chrono_literals;
@@ -127,4 +128,62 @@ TEST_CASE("checker: a lost counter update is reported")
     for (int i = 0; i < 5; ++i) good.write_counter("/l", good.read_counter("/l") + 1);
     CHECK(good.ok());
     CHECK(good.counter("/l") == 5);
+}
+
+TEST_CASE("checker: pair tokens (zklock::fence_token) compare as pairs")
+{
+    history h;
+    auto grant2 = [&](const std::string& holder, std::int64_t zxid, std::uint64_t local, int at_ms) {
+        checker::event e{checker::kind::grant, "/l", holder, zxid, -1, h.t0 + std::chrono::milliseconds(at_ms), 0, {}};
+        e.local = local;
+        h.c.record(e);
+    };
+    grant2("a", 10, 1, 0);
+    h.release("a", 1);
+    grant2("b", 10, 2, 2);  // same node, next local holder: greater
+    h.release("b", 3);
+    grant2("c", 11, 1, 4);  // next node: greater whatever the local part
+    h.release("c", 5);
+    CHECK_MESSAGE(h.c.ok(), h.c.report());
+    grant2("d", 11, 1, 6);  // the same pair again
+    h.release("d", 7);
+    CHECK(h.says("fencing token did not increase"));
+}
+
+TEST_CASE("checker: bounded runs between groups")
+{
+    auto request = [](history& h, const std::string& holder, const std::string& group, int at_ms) {
+        checker::event e{checker::kind::request, "/l", holder, 0, -1, h.t0 + std::chrono::milliseconds(at_ms), 0, {}};
+        e.group = group;
+        h.c.record(e);
+    };
+    // Group A runs 6 grants; B asks at t=0 and is granted at t=100.
+    auto history_with = [&](int b_asks_ms, int a_runs) {
+        auto h = std::make_unique<history>();
+        h->c.expect_bounded_runs("/l", 3, 10ms);
+        request(*h, "b1", "B", b_asks_ms);
+        for (int i = 0; i < a_runs; ++i) {
+            request(*h, "a" + std::to_string(i), "A", 0);
+            h->grant("a" + std::to_string(i), 10 + i, -1, 20 + 10 * i);
+            h->release("a" + std::to_string(i), 25 + 10 * i);
+        }
+        h->grant("b1", 100, -1, 100 + 10 * a_runs);
+        h->release("b1", 105 + 10 * a_runs);
+        return h;
+    };
+    // Three grants of A after B's grace: allowed.
+    {
+        auto h = history_with(0, 3);
+        CHECK_MESSAGE(h->c.ok(), h->c.report());
+    }
+    // Six grants of A while B waits: reported.
+    {
+        auto h = history_with(0, 6);
+        CHECK(h->says("unbounded run: 6 grants to group A"));
+    }
+    // B asked only during A's last grants: within the grace, not counted.
+    {
+        auto h = history_with(60, 6);
+        CHECK_MESSAGE(h->c.ok(), h->c.report());
+    }
 }

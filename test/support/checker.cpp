@@ -11,6 +11,7 @@ std::string describe(const checker::event& e, checker::clock::time_point origin)
 {
     std::ostringstream o;
     o << e.holder << " (token " << e.token;
+    if (e.local) o << "." << e.local;
     if (e.seq >= 0) o << ", seq " << e.seq;
     o << ", t=" << std::chrono::duration_cast<std::chrono::microseconds>(e.at - origin).count() << " us)";
     return o.str();
@@ -21,6 +22,74 @@ std::string describe(const checker::event& e, checker::clock::time_point origin)
 void checker::granted(const std::string& lock, const std::string& holder, std::int64_t token, std::int64_t seq)
 {
     record({kind::grant, lock, holder, token, seq, clock::now(), 0, {}});
+}
+
+void checker::granted(const std::string& lock, const std::string& holder, std::int64_t zxid, std::uint64_t local,
+                      std::int64_t seq)
+{
+    event e{kind::grant, lock, holder, zxid, seq, clock::now(), 0, {}};
+    e.local = local;
+    record(std::move(e));
+}
+
+void checker::requested(const std::string& lock, const std::string& holder, const std::string& group)
+{
+    event e{kind::request, lock, holder, 0, -1, clock::now(), 0, {}};
+    e.group = group;
+    record(std::move(e));
+}
+
+void checker::expect_bounded_runs(const std::string& lock, std::size_t max_run, clock::duration grace)
+{
+    std::lock_guard g(m_);
+    bounded_locks_[lock] = {max_run, grace};
+}
+
+void checker::check_runs(const std::string& lock, const std::vector<const event*>& evs, std::size_t max_run,
+                         clock::duration grace, std::vector<std::string>& out) const
+{
+    struct req {
+        std::string holder, group;
+        clock::time_point asked, granted = clock::time_point::max();
+    };
+    std::map<std::string, req> reqs;
+    std::vector<const event*> grants;
+    for (const event* e : evs) {
+        if (e->what == kind::request) reqs[e->holder] = {e->holder, e->group, e->at};
+        if (e->what == kind::grant) {
+            grants.push_back(e);
+            if (auto it = reqs.find(e->holder); it != reqs.end()) it->second.granted = e->at;
+        }
+    }
+    auto group_of = [&](const event* g) {
+        auto it = reqs.find(g->holder);
+        return it == reqs.end() ? std::string() : it->second.group;
+    };
+    for (std::size_t i = 0; i < grants.size();) {
+        std::size_t j = i;
+        const auto grp = group_of(grants[i]);
+        while (j + 1 < grants.size() && group_of(grants[j + 1]) == grp) ++j;
+        // Grants i..j are one run of `grp`. A waiter of another group that asked before the run
+        // ended and was still waiting: the run's grants after its grace must be at most max_run.
+        if (j - i + 1 > max_run) {
+            for (const auto& [h, r] : reqs) {
+                if (r.group == grp || r.asked > grants[j]->at || r.granted < grants[i]->at) continue;
+                std::size_t n = 0;
+                for (std::size_t k = i; k <= j; ++k)
+                    if (grants[k]->at > r.asked + grace && grants[k]->at < r.granted) ++n;
+                if (n > max_run) {
+                    out.push_back(lock + ": unbounded run: " + std::to_string(n) + " grants to group " + grp +
+                                  " (at most " + std::to_string(max_run) + ") while " + h + " of group " + r.group +
+                                  " waited (asked " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                     grants[j]->at - r.asked).count()) +
+                                  " ms before the run's end)");
+                    break;
+                }
+            }
+        }
+        i = j + 1;
+    }
 }
 
 void checker::released(const std::string& lock, const std::string& holder, const std::string& note)
@@ -110,14 +179,17 @@ std::vector<std::string> checker::check(bool require_all_released) const
         const event* holding = nullptr;
         const event* last_grant = nullptr;
         std::set<std::string> granted_once;
+        if (auto b = bounded_locks_.find(lock); b != bounded_locks_.end())
+            check_runs(lock, evs, b->second.first, b->second.second, out);
         for (const event* e : evs) {
+            if (e->what == kind::request) continue;
             if (e->what == kind::grant) {
                 if (!granted_once.insert(e->holder).second)
                     out.push_back(lock + ": " + e->holder + " was granted twice");
                 if (holding)
                     out.push_back(lock + ": overlap: " + describe(*e, origin) + " was granted while " +
                                   describe(*holding, origin) + " still held the lock");
-                if (last_grant && e->token <= last_grant->token)
+                if (last_grant && std::pair(e->token, e->local) <= std::pair(last_grant->token, last_grant->local))
                     out.push_back(lock + ": fencing token did not increase: " + describe(*e, origin) + " after " +
                                   describe(*last_grant, origin));
                 if (ordered && last_grant && e->seq >= 0 && last_grant->seq >= 0 && e->seq <= last_grant->seq)

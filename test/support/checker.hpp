@@ -16,7 +16,11 @@
 //    again restarts its sequence numbers, and a test that deletes nodes breaks the order);
 //  * lost updates of the shared counter: a write that is not "the value before plus one", which
 //    is what happens when two critical sections interleave read -> suspend -> write;
-//  * holders still holding at the end, when check(require_all_released = true).
+//  * holders still holding at the end, when check(require_all_released = true);
+//  * bounded unfairness, where the test asked for it with expect_bounded_runs(lock, B, grace):
+//    a run of consecutive grants to one group (requested(lock, holder, group): e.g. the session
+//    a holder belongs to) that grants more than B times while a holder of another group has been
+//    waiting for longer than `grace` (cohort mode's rule: lock_options::max_local_handoffs).
 //
 // Independent of zklock (plain strings and integers), thread-safe (one mutex), so the same object
 // can be fed from several threads.
@@ -36,7 +40,7 @@ class checker {
 public:
     using clock = std::chrono::steady_clock;
 
-    enum class kind { grant, release };
+    enum class kind { grant, release, request };
 
     struct event {
         kind what;
@@ -47,15 +51,24 @@ public:
         clock::time_point at;
         std::uint64_t order = 0;  ///< position in the history (ties on the clock are broken by it)
         std::string note;         ///< e.g. why a lease ended ("released", "lost: ...")
+        std::uint64_t local = 0;  ///< second half of a pair token (zklock::fence_token::local)
+        std::string group;        ///< requests: the holder's group
     };
 
     /// `holder` must be unique per acquisition (e.g. "s3/w17#4"): one holder is granted once.
     void granted(const std::string& lock, const std::string& holder, std::int64_t token, std::int64_t seq = -1);
+    /// With a pair token (zklock::lease::fence(): {zxid, local}), compared lexicographically.
+    void granted(const std::string& lock, const std::string& holder, std::int64_t zxid, std::uint64_t local,
+                 std::int64_t seq);
+    /// `holder` asks for the lock now (before its acquire is initiated), as one of `group`.
+    void requested(const std::string& lock, const std::string& holder, const std::string& group);
     /// The holder stops acting on the lock: before async_release, or when told the lock is lost.
     void released(const std::string& lock, const std::string& holder, const std::string& note = "released");
 
     /// Ask for the grants of `lock` to follow queue order (increasing sequence numbers).
     void expect_queue_order(const std::string& lock);
+    /// Ask for bounded unfairness between the groups of `lock` (see the rules above).
+    void expect_bounded_runs(const std::string& lock, std::size_t max_run, clock::duration grace);
 
     /// The shared counter of `lock`, read and written inside the critical section.
     std::int64_t read_counter(const std::string& lock);
@@ -87,6 +100,9 @@ private:
     std::vector<event> events_;
     std::uint64_t next_order_ = 0;
     std::set<std::string> ordered_locks_;
+    std::map<std::string, std::pair<std::size_t, clock::duration>> bounded_locks_;
+    void check_runs(const std::string& lock, const std::vector<const event*>& evs, std::size_t max_run,
+                    clock::duration grace, std::vector<std::string>& out) const;
     std::map<std::string, counter_state> counters_;
 };
 

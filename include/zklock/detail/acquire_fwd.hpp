@@ -24,6 +24,9 @@ struct acquire_request {
     /// was verified, so later acquires skip the read (policy.count_known).
     std::shared_ptr<bool> count_known;
     std::function<void(std::string_view, std::size_t)> on_queued;  ///< lock_options::on_queued
+    bool cohort = false;                    ///< lock_options::cohort (ignored by a semaphore)
+    std::uint32_t max_local_handoffs = 32;  ///< lock_options::max_local_handoffs
+    bool internal = false;                  ///< a cohort's own acquire: not counted in the metrics
 };
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h);
