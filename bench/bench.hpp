@@ -201,18 +201,26 @@ struct sampler_guard {
 
 /// What a contender acquires: zklock::mutex, a shared_mutex's read or write side, a semaphore's
 /// permit. The floor ignores it (always the raw exclusive queue cycle).
-enum class lock_kind { mutex, reader, writer, permit };
+enum class lock_kind { mutex, reader, writer, permit, cohort };
 
 
 /// The lock objects of one session's contenders: one object serves any number of acquires at
 /// once (basic_lock), so the contenders of a session share them instead of holding one each.
 struct session_locks {
-    session_locks(std::shared_ptr<zklock::session> session, const std::string& dir) : s(std::move(session)), m(*s, dir), sm(*s, dir)
+    session_locks(std::shared_ptr<zklock::session> session, const std::string& dir)
+        : s(std::move(session)), m(*s, dir), sm(*s, dir), mc(*s, dir, cohort_options())
     {
+    }
+    static zklock::lock_options cohort_options()
+    {
+        zklock::lock_options o;
+        o.cohort = true;  // max_local_handoffs: the default
+        return o;
     }
     std::shared_ptr<zklock::session> s;
     zklock::mutex m;
     zklock::shared_mutex sm;
+    zklock::mutex mc;  // cohort mode (C64L)
 };
 
 
@@ -316,6 +324,7 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
 std::vector<std::string> family_vs_floor();
 bool rw64_writer(int contender);
 asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c);
+asio::awaitable<scenario_result> scenario_c64l(bench_ctx& c, std::optional<double> c64_acquisitions_per_s);
 asio::awaitable<scenario_result> scenario_s64(bench_ctx& c);
 asio::awaitable<void> warm_up(bench_ctx& c, double seconds);
 

@@ -179,6 +179,7 @@ asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_pt
                 case lock_kind::writer: l->sm.async_acquire(std::move(h)); break;
                 case lock_kind::reader: l->sm.async_acquire_shared(std::move(h)); break;
                 case lock_kind::permit: sem->async_acquire(std::move(h)); break;
+                case lock_kind::cohort: l->mc.async_acquire(std::move(h)); break;
                 }
             },
             asio::as_tuple(asio::deferred), l.get(), sem.get(), kind);
@@ -189,6 +190,7 @@ asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_pt
         }
         zklock::lease lease = std::move(std::get<1>(r));
         a.seq = zklock::queue_sequence(lease.node()).value_or(-1);
+        a.local = lease.fence().local;
         if (hold) {
             hold->expires_after(std::chrono::nanoseconds(hold_ns));
             co_await hold->async_wait(asio::as_tuple(asio::deferred));

@@ -2,7 +2,7 @@
 // the floor, each lock figure also given as a ratio to the floor measured in the same run; and the
 // lock family's scenarios RW64 (shared_mutex) and S64 (semaphore), against the C64 floor.
 //
-//   zklock_bench [--scenario U|C64|W1000|W10000|W<N>|RW64|S64|floor|all|family[,...]] [--servers H:P]
+//   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|floor|all|family[,...]] [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
 //                [--hold-us N] [--permits N]
 //
@@ -79,7 +79,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             c.lines["floor"].push_back(std::move(o));
             continue;
         }
-        if (name == "RW64" || name == "S64") {
+        if (name == "RW64" || name == "S64" || name == "C64L") {
             // Compared with the C64 floor of this run; measured now if C64 has not measured it.
             const scenario_result* floor = nullptr;
             const scenario_result* raw_floor = nullptr;
@@ -100,8 +100,18 @@ asio::awaitable<void> run_once(bench_ctx& c)
             std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
             const cpu_meter lock_cpu{c};
             scenario_result lock;  // (not `x ? co_await a : co_await b`: GCC 12 miscompiles it)
-            if (name == "RW64") lock = co_await scenario_rw64(c);
-            else lock = co_await scenario_s64(c);
+            if (name == "RW64") {
+                lock = co_await scenario_rw64(c);
+            } else if (name == "C64L") {
+                // Compared with C64's throughput of this run, if C64 ran before it.
+                std::optional<double> c64;
+                if (auto it = c.lines.find("C64"); it != c.lines.end() && !it->second.empty())
+                    if (auto* v = it->second.back().if_contains("acquisitions_per_s"); v && v->is_double())
+                        c64 = v->as_double();
+                lock = co_await scenario_c64l(c, c64);
+            } else {
+                lock = co_await scenario_s64(c);
+            }
             lock_cpu.report(name);
             json::object o = lock_object(c, lock, floor, raw_floor);
             emit(c, o);

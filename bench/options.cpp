@@ -13,7 +13,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     desc.add_options()
         ("help,h", "this help")
         ("scenario", po::value(&scenario)->default_value("all"),
-         "U | C64 | W1000 | W10000 | W<N> | RW64 | S64 | floor | all (U,C64,W1000,W10000,floor) | "
+         "U | C64 | C64L | W1000 | W10000 | W<N> | RW64 | S64 | floor | all (U,C64,C64L,W1000,W10000,floor) | "
          "family (RW64,S64,floor), or a comma-separated list")
         ("servers", po::value(&o.servers), "use this existing ZooKeeper (H:P) instead of starting one")
         ("duration", po::value(&o.duration)->default_value(5.0),
@@ -58,9 +58,9 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         std::size_t comma = std::min(scenario.find(',', pos), scenario.size());
         std::string s = scenario.substr(pos, comma - pos);
         pos = comma + 1;
-        if (s == "all") wanted.insert(wanted.end(), {"U", "C64", "W1000", "W10000", "floor"});
+        if (s == "all") wanted.insert(wanted.end(), {"U", "C64", "C64L", "W1000", "W10000", "floor"});
         else if (s == "family") wanted.insert(wanted.end(), {"RW64", "S64", "floor"});
-        else if (s == "U" || s == "C64" || s == "RW64" || s == "S64" || s == "floor") wanted.push_back(s);
+        else if (s == "U" || s == "C64" || s == "C64L" || s == "RW64" || s == "S64" || s == "floor") wanted.push_back(s);
         else if (s.size() > 1 && s[0] == 'W' && s.find_first_not_of("0123456789", 1) == std::string::npos &&
                  std::atoi(s.c_str() + 1) > 0)
             wanted.push_back("W" + std::to_string(std::atoi(s.c_str() + 1)));
@@ -90,7 +90,7 @@ double watchdog_s(const options& o)
         const double hold_s = static_cast<double>(o.hold_us) / 1e6 * 64;
         if (s == "U") per_run += 2 * (1.2 * o.duration + 30);
         else if (s == "C64") per_run += 2 * (2 * o.duration + 90 + hold_s) + o.duration + 30;
-        else if (s == "RW64" || s == "S64") per_run += 2 * (2 * o.duration + 90 + hold_s);
+        else if (s == "RW64" || s == "S64" || s == "C64L") per_run += 2 * (2 * o.duration + 90 + hold_s);
         else if (s[0] == 'W') per_run += 2 * (w_bound_s + 60);
     }
     return o.warmup + 90 + o.repeat * per_run;

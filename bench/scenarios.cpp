@@ -219,6 +219,106 @@ asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw
 }
 
 
+/// C64L: C64 in cohort mode (lock_options::cohort, max_local_handoffs at its default): 8 sessions
+/// × 8 contenders, the 8 of a session queue locally behind one node of their session.
+/// Handoffs are split: local (the next grant on the same node, no ZooKeeper request) and remote
+/// (the next node). A run is the grants on one node; a run longer than the budget while a
+/// contender of another session had been waiting since the run began breaks the rule
+/// (bounded unfairness): counted in `runs_over_budget`, an error.
+asio::awaitable<scenario_result> scenario_c64l(bench_ctx& c, std::optional<double> c64_acquisitions_per_s)
+{
+    scenario_result r;
+    r.scenario = "C64L";
+    r.sessions = 8;
+    r.contenders = 64;
+    r.hold_us = c.opt.hold_us;
+    r.vs_floor = {"acquisitions_per_s", "threads", "peak_rss_mb", "requests_per_acquisition"};
+    const double run_s = 2 * c.opt.duration;
+    contender_plan plan = looping_plan(c, false);
+    plan.kind_of = [](int) { return lock_kind::cohort; };
+    auto run = co_await run_contenders(c, dir_for(c, "C64L", false), r.sessions, r.contenders, plan, run_s,
+                                       run_s + 60 + hold_bound_s(c.opt, r.contenders));
+    auto& st = *run.st;
+    auto by_grant = std::move(st.acqs);
+    zklock_bench::sort_by_grant(by_grant);
+    check(c, r, st, by_grant);
+    const auto session_of = [&](const acquisition& a) { return a.contender % r.sessions; };
+    const std::uint64_t budget = zklock::lock_options{}.max_local_handoffs;
+
+    // Per session, acquisitions by request time with the running maximum of their grant times:
+    // "was someone of session s waiting at t0 and still at t1" is one binary search.
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> by_request(static_cast<std::size_t>(r.sessions));
+    for (const auto& a : by_grant) by_request[static_cast<std::size_t>(session_of(a))].emplace_back(a.t_request, a.t_acquired);
+    for (auto& v : by_request) {
+        std::sort(v.begin(), v.end());
+        for (std::size_t i = 1; i < v.size(); ++i) v[i].second = std::max(v[i].second, v[i - 1].second);
+    }
+    auto others_waited = [&](int own, std::int64_t since, std::int64_t until) {
+        for (int s = 0; s < r.sessions; ++s) {
+            if (s == own) continue;
+            const auto& v = by_request[static_cast<std::size_t>(s)];
+            auto it = std::lower_bound(v.begin(), v.end(), std::pair<std::int64_t, std::int64_t>(since, INT64_MIN));
+            if (it != v.begin() && std::prev(it)->second > until) return true;
+        }
+        return false;
+    };
+
+    std::vector<double> local_h, remote_h;
+    std::int64_t longest_run = 0, over_budget = 0;
+    std::vector<std::int64_t> per_session(static_cast<std::size_t>(r.sessions));
+    for (std::size_t i = 0, start = 0; i < by_grant.size(); ++i) {
+        ++per_session[static_cast<std::size_t>(session_of(by_grant[i]))];
+        if (i > 0) {
+            const double h = static_cast<double>(by_grant[i].t_acquired - by_grant[i - 1].t_release_start) / 1e3;
+            if (by_grant[i].seq == by_grant[i - 1].seq) {
+                local_h.push_back(h);
+            } else {
+                remote_h.push_back(h);
+                start = i;
+            }
+        }
+        const auto len = static_cast<std::int64_t>(i - start + 1);
+        longest_run = std::max(longest_run, len);
+        if (static_cast<std::uint64_t>(len) == budget + 1 &&
+            others_waited(session_of(by_grant[start]), by_grant[start].t_acquired, by_grant[i].t_acquired))
+            ++over_budget;
+    }
+    if (over_budget) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR C64L: %lld runs of local grants longer than %llu while another session waited\n",
+                     static_cast<long long>(over_budget), static_cast<unsigned long long>(budget));
+    }
+    std::sort(local_h.begin(), local_h.end());
+    std::sort(remote_h.begin(), remote_h.end());
+    using zklock_bench::percentile;
+    const auto w = zklock_bench::waits(by_grant, 1e3);
+    const double span = span_s(st, by_grant);
+    const double rate = static_cast<double>(by_grant.size()) / span;
+    r.figs.add("acquisitions_per_s", rate);
+    r.figs.add("acquisitions_vs_c64", c64_acquisitions_per_s && *c64_acquisitions_per_s > 0 ? rate / *c64_acquisitions_per_s
+                                                                                             : std::nan(""));
+    r.figs.add("local_handoffs", static_cast<double>(local_h.size()));
+    r.figs.add("remote_handoffs", static_cast<double>(remote_h.size()));
+    r.figs.add("local_handoff_p50_us", percentile(local_h, 0.50));
+    r.figs.add("local_handoff_p99_us", percentile(local_h, 0.99));
+    r.figs.add("remote_handoff_p50_us", percentile(remote_h, 0.50));
+    r.figs.add("remote_handoff_p99_us", percentile(remote_h, 0.99));
+    r.figs.add("longest_local_run", static_cast<double>(longest_run));
+    r.figs.add("max_local_handoffs", static_cast<double>(budget));
+    r.figs.add("runs_over_budget", static_cast<double>(over_budget));
+    r.figs.add("wait_p50_us", percentile(w, 0.50));
+    r.figs.add("wait_p99_us", percentile(w, 0.99));
+    r.figs.add("jain_index_sessions", zklock_bench::jain_index(per_session));
+    r.figs.add("jain_index", zklock_bench::jain_index(st.counts));
+    r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
+    r.figs.add("threads", run.sampler->max_threads);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
+    r.acqs = std::move(by_grant);
+    co_return r;
+}
+
+
 /// W<N>: N contenders over 16 sessions, all request at once, each acquires once.
 asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor, bool raw)
 {

@@ -16,6 +16,7 @@ namespace zklock_bench {
 struct acquisition {
     int contender = 0;
     std::int64_t seq = 0;  ///< the queue node's sequence number
+    std::uint64_t local = 0;  ///< cohort mode: the grant's place on its node (lease::fence().local), else 0
     std::int64_t t_request = 0;
     std::int64_t t_acquired = 0;
     std::int64_t t_release_start = 0;
