@@ -122,7 +122,7 @@ private:
             auto w = std::make_shared<waiter>(std::move(h), s_->executor());
             w->started = clock::now();
             s_->metrics().acquire_started(kind_of(policy_.kind), dir_);
-            return grant(w, false);
+            return grant(w);
         }
         if (turn_ == turn_state::idle && holders_ == 0) {
             req.cohort = false;
@@ -223,7 +223,7 @@ private:
         while (!waiters_.empty() && (shared_ || holders_ == 0) && may_grant()) {
             auto w = std::move(waiters_.front());
             waiters_.pop_front();
-            grant(w, true);
+            grant(w);
         }
         if (others_ == others_state::waiting && grants_ >= budget_) draining_ = true;
         if (holders_ != 0) return;
@@ -236,7 +236,7 @@ private:
         maybe_idle();  // every caller holds a reference to us
     }
 
-    void grant(const waiter_ptr& w, bool waited)
+    void grant(const waiter_ptr& w)
     {
         ++grants_;
         ++holders_;
@@ -253,7 +253,8 @@ private:
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
-        s_->metrics().acquire_finished(kind_of(policy_.kind), dir_, {}, now - w->started, waited, false);
+        s_->metrics().acquire_finished(kind_of(policy_.kind), dir_, {}, now - w->started, false, false);
+        s_->metrics().cohort_grant(grants_ == 1);
         w->h.post({}, lease(std::move(ls)));
     }
 

@@ -123,6 +123,8 @@ metrics_snapshot metrics_state::snapshot() const
     m.hold_seconds = hold_.snapshot();
     m.handoffs_with_listing = handoffs_listed_;
     m.handoffs_without_listing = handoffs_unlisted_;
+    m.cohort_turn_grants = cohort_turns_;
+    m.cohort_local_handoffs = cohort_local_;
     m.leases_lost_node_deleted = lost_deleted_;
     m.leases_lost_session_expired = lost_expired_;
     m.leases_lost_session_closed = lost_closed_;
@@ -280,6 +282,13 @@ std::string to_prometheus(const session_list& sessions)
              [&](const snap& m, const labs& l) {
                  r.sample("zklock_handoffs_total", label_set(l, {{"listing", "true"}}), m.handoffs_with_listing);
                  r.sample("zklock_handoffs_total", label_set(l, {{"listing", "false"}}), m.handoffs_without_listing);
+             });
+    r.family("zklock_cohort_grants_total", "counter",
+             "Cohort mode: grants to the first local holder of a fresh node (handoff=\"turn\") or handed on "
+             "locally on the same node with no ZooKeeper request (handoff=\"local\").",
+             [&](const snap& m, const labs& l) {
+                 r.sample("zklock_cohort_grants_total", label_set(l, {{"handoff", "turn"}}), m.cohort_turn_grants);
+                 r.sample("zklock_cohort_grants_total", label_set(l, {{"handoff", "local"}}), m.cohort_local_handoffs);
              });
     r.family("zklock_leases_lost_total", "counter",
              "Leases lost while held, by reason: node_deleted (lock_lost), session_expired, session_closed.",

@@ -59,6 +59,8 @@ public:
     void lease_ended(const std::string& path, clock::duration held, error_code lost_reason);
     void request(request_type t) noexcept { ++requests_[static_cast<std::size_t>(t)]; }
     void listing(std::size_t children) noexcept { listing_size_.observe(static_cast<double>(children)); }
+    /// Cohort mode: a local grant, as the first holder of a fresh node or handed on on the same one.
+    void cohort_grant(bool first_on_node) noexcept { ++(first_on_node ? cohort_turns_ : cohort_local_); }
     void reconnect() noexcept { ++reconnects_; }
     void expiry() noexcept { ++expiries_; }
     void presumed_expiry() noexcept { ++presumed_expiries_; }
@@ -82,6 +84,7 @@ private:
     fixed_histogram<duration_bounds.size()> hold_{&duration_bounds};
     fixed_histogram<size_bounds.size()> listing_size_{&size_bounds};
     std::uint64_t handoffs_listed_ = 0, handoffs_unlisted_ = 0;
+    std::uint64_t cohort_turns_ = 0, cohort_local_ = 0;
     std::uint64_t lost_deleted_ = 0, lost_expired_ = 0, lost_closed_ = 0;
     std::uint64_t reconnects_ = 0, expiries_ = 0, presumed_expiries_ = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(request_type::count_)> requests_{};

@@ -57,6 +57,12 @@ struct metrics_snapshot {
     std::uint64_t handoffs_with_listing = 0;
     std::uint64_t handoffs_without_listing = 0;
 
+    /// Cohort mode (lock_options::cohort): grants of the local queue, as the first holder of a
+    /// node the cohort just got from ZooKeeper (a turn), or handed on locally to the next local
+    /// waiter on the same node, with no ZooKeeper request. Both are also counted as granted above.
+    std::uint64_t cohort_turn_grants = 0;
+    std::uint64_t cohort_local_handoffs = 0;
+
     /// Leases lost, by reason: another client deleted the node (errc::lock_lost), the session
     /// expired or was presumed expired (errc::session_expired), the session was closed while held.
     std::uint64_t leases_lost_node_deleted = 0;

@@ -82,6 +82,14 @@ TEST_CASE("cohort: local waiters queue behind one node, in local FIFO order, wit
         CHECK(made <= zxids.size() + 3);  // one create per node, besides the first try and the two parents
         CHECK(zxids.size() * 4 <= static_cast<std::size_t>(workers * rounds));  // runs longer than the budget
         CHECK(co_await wait_children(s, path, 0) == 0);  // the last holder's release deleted the node
+        // The metrics count the local acquires, not the cohort's own ZooKeeper acquires.
+        const auto mx = s.metrics();
+        CHECK(mx.exclusive.started == workers * rounds);
+        CHECK(mx.exclusive.granted == workers * rounds);
+        CHECK(mx.cohort_turn_grants == zxids.size());
+        CHECK(mx.cohort_local_handoffs == workers * rounds - zxids.size());
+        CHECK(mx.hold_seconds.count == workers * rounds);
+        CHECK(mx.paths.empty());  // no waiter or holder left in the gauges
     });
 }
 
