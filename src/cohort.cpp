@@ -246,8 +246,7 @@ private:
         ls->make_local(grants_, [self = shared_from_this(), id = turn_id_](unique_function<void(error_code)> cb) {
             auto ex = self->s_->executor();
             asio::post(ex, [self = std::move(self), id, cb = std::move(cb)]() mutable {
-                if (cb) cb({});
-                self->on_local_release(id);
+                self->on_local_release(id, std::move(cb));
             });
         });
         s_->subscribe(ls);
@@ -258,15 +257,22 @@ private:
         w->h.post({}, lease(std::move(ls)));
     }
 
-    void on_local_release(std::uint64_t id)
+    // A local holder released. If that ends the turn, its release completes when our node is gone
+    // (as a plain release does: the lock is free in ZooKeeper then); else at once (posted).
+    void on_local_release(std::uint64_t id, unique_function<void(error_code)> cb)
     {
-        if (id != turn_id_) return;  // a holder of a turn that was lost
+        if (id != turn_id_) {  // a holder of a turn that was lost
+            if (cb) cb({});
+            return;
+        }
         --holders_;
         std::erase_if(holders_list_, [](const std::weak_ptr<lease_state>& h) {
             auto p = h.lock();
             return !p || p->status() == lease_status::released;
         });
+        release_cb_ = std::move(cb);
         pump();
+        if (auto rest = std::move(release_cb_)) rest({});
         maybe_idle();
     }
 
@@ -311,7 +317,7 @@ private:
         listing_ = false;
         holders_list_.clear();
         auto in = std::move(inner_);
-        in->release({});
+        in->release(std::move(release_cb_));  // the release that ended the turn, if any, completes with it
     }
 
     // Whether a contender waits behind our node: one get_children with a child watch per turn,
@@ -392,6 +398,7 @@ private:
     std::shared_ptr<watch_state> child_watch_;
     bool draining_ = false;
     std::shared_ptr<cohort> keepalive_;  // while not idle
+    unique_function<void(error_code)> release_cb_;  // on_local_release's, while it runs pump()
 };
 
 void initiate_cohort_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)

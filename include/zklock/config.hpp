@@ -73,7 +73,8 @@ struct lock_options {
     /// own timeout and cancellation (the last local waiter to leave deletes the node), a lease with
     /// its loss notice, revocation (a request seen stops the local handoffs), and a strictly
     /// increasing lease::fence() (lease::fencing_token() is shared by the local holders of one
-    /// node: compare fence()). A try-acquire is granted locally only if the lock can be had at
+    /// node: compare fence()). A local lease's async_release completes once the lock is handed on
+    /// locally, or, when it was the last local holder, once our node is gone. A try-acquire is granted locally only if the lock can be had at
     /// once, else it goes to ZooKeeper like any try-acquire when no local turn runs.
     ///
     /// Ignored by a semaphore. The settings of a session's first acquire of a lock (owner_info,

@@ -79,7 +79,8 @@ inline awaitable<bool> critical_section(checker& c, const std::string& lock, con
                                         std::chrono::steady_clock::duration hold)
 {
     using namespace asio::experimental::awaitable_operators;
-    c.granted(lock, holder, l.fencing_token(), seq_of(l.node()));
+    // The pair token: a cohort's local holders share their node's zxid (plain leases: local 0).
+    c.granted(lock, holder, l.fence().zxid, l.fence().local, seq_of(l.node()));
     const auto value = c.read_counter(lock);
     bool lost = false;
     if (hold > std::chrono::steady_clock::duration::zero()) {

@@ -283,6 +283,15 @@ TEST_CASE("cohort: a session loss reaches every local holder and waiter; the loc
 
         proxy.pass();
         CHECK(co_await wait_until([&] { return hs.state() == session_state::connected && hs.generation() == 2; }, 20s));
+        // The session's metrics saw it all: told client-side, then by the server, then a new session.
+        {
+            const auto mx = hs.metrics();
+            CHECK(mx.presumed_expiries == 1);
+            CHECK(mx.session_expiries == 1);
+            CHECK(mx.reconnects >= 1);
+            CHECK(mx.leases_lost_session_expired == 1);  // the local holder (the cohort's own lease is not counted)
+            CHECK(mx.exclusive.failed == local_waiters);
+        }
         auto again = co_await mh.async_acquire(10s);
         CHECK(again.fence() > w_fence);
         co_await hold_section(c, path, "holder-again", again, 1ms);
@@ -426,8 +435,9 @@ TEST_CASE("cohort: a try-acquire is granted only if the lock is free now, withou
         auto [ec2, t3] = co_await m.async_try_acquire(tuple);  // busy locally: no request
         CHECK(ec2 == errc::would_block);
         CHECK(creates(a) == creates0);
+        // The last local holder's release completes once the node is gone, as a plain release does.
         co_await held.async_release(tuple);
-        CHECK(co_await wait_children(a, path, 0) == 0);
+        CHECK((co_await children_of(a, path)).empty());
     });
 }
 

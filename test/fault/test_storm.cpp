@@ -1,7 +1,7 @@
-// The storm: many waiters on two locks over six sessions (four behind fault proxies), acquiring
-// with and without deadlines, cancelled at random moments, trying; meanwhile connections are reset,
-// delayed and cut off for a while, and the server is restarted once. Bounded in time: 20 s by
-// default, --soak[=N] or ZKLOCK_SOAK_SECONDS=N for longer (CI runs 60 s as fault.storm.soak).
+// The storm: many waiters on two locks over six sessions (four behind fault proxies), half of them in
+// cohort mode (lock_options::cohort), acquiring with and without deadlines, cancelled at random
+// moments, trying; meanwhile connections are reset, delayed and cut off for a while, and the server
+// is restarted once. Bounded in time: 20 s by default, --soak[=N] or ZKLOCK_SOAK_SECONDS=N for longer (CI runs 60 s as fault.storm.soak).
 // At the end every waiter has finished, the lock directories are empty and the checker is clean.
 #include "fault_common.hpp"
 
@@ -47,7 +47,12 @@ TEST_CASE("fault 7: storm of cancellations, timeouts, connection resets and a se
                 for (int round = 0; round < 100000 && std::chrono::steady_clock::now() < deadline; ++round) {
                     session& s = *sessions[static_cast<std::size_t>(rand_int(0, 5))];
                     const std::string& path = paths[rand_int(0, 1)];
-                    mutex m{s, path};
+                    // Half the waiters in cohort mode (a small budget, so that turns end often):
+                    // cohort turns and plain nodes in one queue, under the same faults.
+                    lock_options opt;
+                    opt.cohort = w % 2 == 1;
+                    opt.max_local_handoffs = static_cast<std::uint32_t>(rand_int(1, 4));
+                    mutex m{s, path, opt};
                     const int mode = rand_int(0, 3);
                     error_code ec;
                     lease l;
