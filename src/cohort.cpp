@@ -142,6 +142,7 @@ private:
         grants_ = 0;
         others_ = others_state::unknown;
         draining_ = false;
+        drop_child_watch();
         acquire_request r{dir_, policy_, false, std::nullopt, owner_info_, nullptr, on_queued_};
         r.internal = true;
         initiate_acquire(s_, std::move(r),
@@ -165,10 +166,13 @@ private:
         }
         inner_ = lease_access::take(l);
         turn_ = turn_state::held;
+        if (inner_->status() == lease_status::lost) return on_inner_lost(inner_->lost_reason());  // (defensive)
         if (waiters_.empty()) {  // granted as the last waiter left
             end_turn();
             return maybe_idle();
         }
+        // A revocation request the acquire's watch on our node already read: no local handoffs.
+        if (inner_->revocation_requested()) draining_ = true;
         watch_inner_status(id);
         inner_->wait_revocation([weak = weak_from_this(), id](error_code ec2) {
             auto self = weak.lock();
@@ -198,20 +202,27 @@ private:
         auto self = shared_from_this();
         ++turn_id_;  // local releases of this turn are stale from now on
         turn_ = turn_state::idle;
+        drop_child_watch();
+        // The waiters of this turn, taken first: telling a holder runs its handlers inline, and a
+        // coroutine resumed there may acquire again (a new waiter, a new turn: not failed here).
+        auto waiting = std::move(waiters_);
+        waiters_.clear();
         auto holders = std::move(holders_list_);
         holders_list_.clear();
         holders_ = 0;
+        auto in = std::move(inner_);
         for (auto& wh : holders)
             if (auto h = wh.lock()) h->lose(reason);
-        auto in = std::move(inner_);
         in->release({});  // a lost lease: removes the node if it still exists
-        fail_waiters(reason);
+        for (auto& w : waiting) finish(*w, reason);
         maybe_idle();
     }
 
     bool may_grant() const noexcept
     {
-        return turn_ == turn_state::held && !draining_ && inner_->status() == lease_status::held &&
+        // (A node revoked before its first grant still serves one holder, who sees the request,
+        // as a plain acquire's would.)
+        return turn_ == turn_state::held && (!draining_ || grants_ == 0) && inner_->status() == lease_status::held &&
                (grants_ < budget_ || others_ == others_state::none);
     }
 
@@ -249,6 +260,7 @@ private:
                 self->on_local_release(id, std::move(cb));
             });
         });
+        ls->start(nullptr, inner_->revocation_requested());  // a request already seen on our node
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
@@ -312,9 +324,7 @@ private:
     {
         ++turn_id_;
         turn_ = turn_state::idle;
-        if (child_watch_) child_watch_->cancel_wait();
-        child_watch_.reset();
-        listing_ = false;
+        drop_child_watch();
         holders_list_.clear();
         auto in = std::move(inner_);
         in->release(std::move(release_cb_));  // the release that ended the turn, if any, completes with it
@@ -330,7 +340,8 @@ private:
         const auto id = turn_id_;
         s_->get_children(dir_, w, [weak = weak_from_this(), id, w](error_code ec, std::vector<std::string> children) {
             auto self = weak.lock();
-            if (!self || id != self->turn_id_ || self->turn_ != turn_state::held) return;
+            // A listing of an earlier turn (ended or lost meanwhile: its watch was dropped) is stale.
+            if (!self || self->child_watch_ != w || id != self->turn_id_ || self->turn_ != turn_state::held) return;
             self->listing_ = false;
             self->on_children(ec, children, w);
         });
@@ -366,6 +377,14 @@ private:
             });
         }
         pump();
+    }
+
+    // The others-listing of a turn that ends: its reply and its watch are stale from now on.
+    void drop_child_watch()
+    {
+        if (child_watch_) child_watch_->cancel_wait();
+        child_watch_.reset();
+        listing_ = false;
     }
 
     void maybe_idle()

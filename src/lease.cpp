@@ -147,12 +147,12 @@ void lease_state::on_session_state(session_state st, std::uint64_t generation)
 void lease_state::on_presumed_expired()
 {
     if (status_ != lease_status::held && status_ != lease_status::suspended) return;
-    set_lost(errc::session_expired);
-    if (local_release_) return;  // a cohort's local holder: the node is the cohort's lease's to remove
     // The session may yet come back (the server may not have expired it): our node must not go on
     // blocking the queue for a holder that has been told it lost the lock. Plainly: the successor
-    // lists.
+    // lists. (Cleared first: whoever hears of the loss may release the lease from set_lost.)
     mark_dir_.clear();
+    set_lost(errc::session_expired);
+    if (local_release_ || status_ == lease_status::released) return;  // a cohort's local holder: the node is the cohort's to remove; or released meanwhile
     remove_node({});
 }
 

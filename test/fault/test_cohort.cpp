@@ -484,3 +484,155 @@ TEST_CASE("cohort: bounded unfairness between sessions, checked by the safety ch
         CHECK(co_await wait_children(*ss[0], path, 0) == 0);
     });
 }
+
+TEST_CASE("cohort: a shared_mutex's writers and readers of one session: two local queues that exclude each other")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session a{ex, config_for(fault_server().connect_string())};
+        session b{ex, config_for(fault_server().connect_string())};
+        co_await connect(a);
+        co_await connect(b);
+        const auto path = unique_path("cohort-rw");
+        shared_mutex sa{a, path, cohort_options(4)};
+        shared_mutex sb{b, path, cohort_options(4)};
+        int readers = 0, writers = 0, violations = 0, done = 0, max_readers = 0;
+        std::size_t grants = 0;
+        fence_token last_write{};
+        std::map<std::int64_t, int> writer_nodes;
+        auto worker = [&](shared_mutex& m, bool writer, int rounds) -> awaitable<void> {
+            for (int r = 0; r < rounds; ++r) {
+                error_code ec;
+                lease l;
+                // (not `c ? co_await a : co_await b`: GCC 12 miscompiles it)
+                if (writer) std::tie(ec, l) = co_await m.async_acquire(30s, tuple);
+                else std::tie(ec, l) = co_await m.async_acquire_shared(30s, tuple);
+                if (ec) {
+                    FAIL_CHECK((writer ? "writer: " : "reader: ") << ec.message());
+                    break;
+                }
+                ++grants;
+                if (writer) {
+                    if (++writers != 1 || readers != 0) ++violations;
+                    if (!(l.fence() > last_write)) ++violations;
+                    last_write = l.fence();
+                    ++writer_nodes[l.fence().zxid];
+                } else {
+                    if (writers != 0) ++violations;
+                    max_readers = std::max(max_readers, ++readers);
+                }
+                co_await sleep_for(2ms);
+                --(writer ? writers : readers);
+                co_await l.async_release(tuple);
+            }
+            ++done;
+        };
+        constexpr int each = 3, rounds = 8;
+        for (int i = 0; i < each; ++i) {
+            asio::co_spawn(ex, worker(sa, true, rounds), asio::detached);
+            asio::co_spawn(ex, worker(sa, false, rounds), asio::detached);
+            asio::co_spawn(ex, worker(sb, true, rounds), asio::detached);
+            asio::co_spawn(ex, worker(sb, false, rounds), asio::detached);
+        }
+        CHECK(co_await wait_until([&] { return done == 4 * each; }, 60s));
+        MESSAGE(grants << " grants, writer nodes " << writer_nodes.size() << ", at most " << max_readers << " readers at once");
+        CHECK(violations == 0);
+        CHECK(grants == 4 * each * rounds);
+        CHECK(writer_nodes.size() < static_cast<std::size_t>(2 * each * rounds));  // local writer handoffs happened
+        CHECK(max_readers >= 2);
+        CHECK((co_await children_of(a, path)).empty());
+    });
+}
+
+TEST_CASE("cohort: a listing still in flight when the node is lost does not stall the next turn")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session a{ex, config_for(proxy.connect_string(), 6000ms)};
+        session b{ex, config_for(server.connect_string())};
+        co_await connect(a);
+        co_await connect(b);
+        const auto path = unique_path("cohort-stale-listing");
+        mutex ma{a, path, cohort_options(1)};
+        auto held = co_await ma.async_acquire(5s);
+        // Everything of a's is delayed: the local waiter's listing (whether anyone waits behind our
+        // node) reaches the server after b's delete of our node, so a hears of the deletion first
+        // and the listing's reply comes for a turn that is over.
+        proxy.delay(300ms);
+        bool failed = false;
+        error_code why;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await ma.async_acquire(30s, tuple);
+            why = ec;
+            failed = true;
+        }, asio::detached);
+        co_await sleep_for(20ms);
+        co_await b.async_remove(held.node(), -1, asio::deferred);
+        auto [reason] = co_await held.async_wait_lost(tuple);
+        CHECK(reason == errc::lock_lost);
+        CHECK(co_await wait_until([&] { return failed; }, 10s));
+        CHECK(why == errc::lock_lost);
+        co_await sleep_for(1s);  // the stale listing's reply is in
+        proxy.pass();
+        // The same local queue (the lost lease keeps it alive): a turn with a budget of 1 needs
+        // the listing to hand on locally; two acquires must both be granted.
+        int granted = 0;
+        for (int i = 0; i < 2; ++i)
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                auto [ec, l] = co_await ma.async_acquire(10s, tuple);
+                CHECK(!ec);
+                if (!ec) ++granted;
+                co_await sleep_for(10ms);
+                co_await l.async_release(tuple);
+            }, asio::detached);
+        CHECK(co_await wait_until([&] { return granted == 2; }, 15s));
+        co_await held.async_release(tuple);
+        CHECK(co_await wait_children(b, path, 0) == 0);
+    });
+}
+
+TEST_CASE("cohort: a revocation request read while the node waited stops the local handoffs")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session a{ex, config_for(fault_server().connect_string())};
+        session b{ex, config_for(fault_server().connect_string())};
+        co_await connect(a);
+        co_await connect(b);
+        const auto path = unique_path("cohort-early-revoke");
+        mutex ma{a, path, cohort_options(32)};
+        mutex mb{b, path};
+        auto held_b = co_await mb.async_acquire(5s);
+        std::vector<fence_token> fences;
+        std::vector<bool> revoked;
+        int done = 0;
+        for (int i = 0; i < 2; ++i)
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                auto l = co_await ma.async_acquire(30s);
+                fences.push_back(l.fence());
+                revoked.push_back(l.revocation_requested());
+                co_await sleep_for(10ms);
+                co_await l.async_release(tuple);
+                ++done;
+            }, asio::detached);
+        CHECK(co_await wait_children(b, path, 2) == 2);
+        // The revocation request goes into a's node while it waits behind b's.
+        auto kids = co_await children_of(b, path);
+        std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) {
+            return seq_of(x) < seq_of(y);
+        });
+        REQUIRE(kids.size() == 2);
+        const auto a_node = path + "/" + kids[1];
+        CHECK(co_await wait_watched(fault_server(), a_node));  // a's acquire watches its own node
+        co_await b.async_set_data(a_node, std::string(revocation_request), -1, asio::deferred);
+        co_await sleep_for(200ms);
+        co_await held_b.async_release(tuple);
+        CHECK(co_await wait_until([&] { return done == 2; }, 15s));
+        REQUIRE(fences.size() == 2);
+        CHECK(revoked[0]);
+        CHECK(fences[1].zxid > fences[0].zxid);  // the second queued a fresh node: no local handoff on a revoked one
+        CHECK(co_await wait_children(b, path, 0) == 0);
+    });
+}
