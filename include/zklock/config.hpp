@@ -66,8 +66,9 @@ struct lock_options {
     /// node is granted, the lock passes from local holder to local holder in local FIFO order
     /// with no ZooKeeper request (readers of one session are granted together on one shared node).
     ///
-    /// Fairness between sessions: while a node of another contender is queued behind ours, at most
-    /// max_local_handoffs local grants follow one another on our node; then the node is released
+    /// Fairness between sessions: while a node of another contender is queued behind ours (as far
+    /// as this session has heard: a child watch tells it), at most max_local_handoffs local grants
+    /// follow one another on our node; then the node is released
     /// (the next session's turn) and, if local waiters remain, queued again at the back. With
     /// nobody else waiting, local grants go on. Each local acquire keeps the whole contract: its
     /// own timeout and cancellation (the last local waiter to leave deletes the node), a lease with
