@@ -80,6 +80,11 @@ std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, 
     r.watch = l.name(w);
     r.watch_kind = w.kind;
     r.watch_is_head = pred == 0;
+    if (policy.kind == node_kind::exclusive && pred > 0) {
+        const auto& a = nodes[ix.by_seq[static_cast<std::size_t>(pred - 1)]];
+        r.ahead = l.name(a);
+        r.ahead_kind = a.kind;
+    }
     return r;
 }
 
@@ -97,6 +102,7 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
         if (auto sr = scan_sorted(l, *own, own_id, policy)) return *sr;
     std::int64_t head_seq = own->seq;
     const listing::node* pred = nullptr;  // exclusive: the node just before us; shared: the nearest writer
+    const listing::node* pred2 = nullptr;  // exclusive: the node just before `pred`
     // Permits: the `permits` youngest permit nodes before us, oldest on top.
     using entry = std::pair<std::int64_t, const listing::node*>;
     std::priority_queue<entry, std::vector<entry>, std::greater<>> permits;
@@ -115,7 +121,12 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
         if ((n.kind == node_kind::permit) != (policy.kind == node_kind::permit)) r.recipe_mismatch = true;
         switch (policy.kind) {
         case node_kind::exclusive:
-            if (!pred || n.seq > pred->seq) pred = &n;
+            if (!pred || n.seq > pred->seq) {
+                pred2 = pred;
+                pred = &n;
+            } else if (!pred2 || n.seq > pred2->seq) {
+                pred2 = &n;
+            }
             break;
         case node_kind::shared:
             if (n.kind == node_kind::exclusive && (!pred || n.seq > pred->seq)) pred = &n;
@@ -139,6 +150,10 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
     r.watch = l.name(*pred);
     r.watch_kind = pred->kind;
     r.watch_is_head = pred->seq == head_seq;
+    if (pred2 && policy.kind == node_kind::exclusive) {
+        r.ahead = l.name(*pred2);
+        r.ahead_kind = pred2->kind;
+    }
     return r;
 }
 
@@ -344,7 +359,7 @@ acquire_fsm::action acquire_fsm::stat_candidate()
     return {ak::stat_node, own_, {}, {}};
 }
 
-acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children)
+acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool arming)
 {
     const std::string_view own_name = base_name(own_);
     auto r = scan_queue(children, own_name, id_, policy_);
@@ -367,6 +382,19 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children)
     } else if (try_only_) {
         abort_ = errc::would_block;
         a = remove();
+    } else if (arming && !watch_spent_ && r.watch == base_name(watched_)) {
+        // A look-ahead listing, and the node we wait on is still there (its watch with it): our
+        // own node has been watched since before this listing.
+        listed_size_ = r.size;
+        if (r.watch_is_head) {
+            // Nothing older than it exists, and nothing can appear: its deletion grants us.
+            watched_clear_ = own_watched_ = true;
+            ahead_.clear();
+        } else {
+            ahead_ = join_path(dir_, r.ahead);  // someone before it left: watch the new one ahead
+            ahead_kind_ = r.ahead_kind;
+        }
+        a = wait_event();
     } else {
         watched_ = join_path(dir_, r.watch);
         // Head of our listing: nothing older can ever appear, so its deletion grants us the lock.
@@ -379,8 +407,14 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children)
         watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && policy_.kind != node_kind::permit;
         listed_size_ = r.size;
         // Our own node needs a watch only if this wait may end without any further request (a
-        // mark read checks our node in the same round trip).
+        // mark read checks our node in the same round trip; arming sets it).
         own_watched_ = watched_clear_;
+        ahead_.clear();
+        if (!watched_clear_ && !r.ahead.empty() && policy_.kind == node_kind::exclusive &&
+            r.size <= max_queue_for_lookahead) {
+            ahead_ = join_path(dir_, r.ahead);
+            ahead_kind_ = r.ahead_kind;
+        }
         a = watch();
     }
     a.duplicates = std::move(duplicates);
@@ -394,11 +428,11 @@ acquire_fsm::action acquire_fsm::on_children(error_code ec, const std::vector<st
 
 acquire_fsm::action acquire_fsm::on_listed(error_code ec, const listing& children)
 {
-    if (state_ != state::listing) return {};
+    if (state_ != state::listing && state_ != state::arming_list) return {};
     if (!ec) {
         if (own_unknown_) return find_own(children);
         if (abort_) return remove();
-        return evaluate_queue(children);
+        return evaluate_queue(children, state_ == state::arming_list);
     }
     if (is_retryable(ec)) return wait_connected(state::listing);
     if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
@@ -442,14 +476,19 @@ acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool
     return a;
 }
 
+acquire_fsm::action acquire_fsm::wait_event()
+{
+    state_ = state::waiting;
+    action a{ak::wait_event, {}, {}, {}};
+    a.ahead = ahead_;
+    return a;
+}
+
 acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
 {
     if (state_ != state::watching) return {};
     if (abort_) return remove();
-    if (!ec) {
-        state_ = state::waiting;
-        return {ak::wait_event, {}, {}, {}};
-    }
+    if (!ec) return wait_event();
     if (ec == zk_errc::no_node) return list();  // it went before we could watch it: look again
     if (is_retryable(ec)) return wait_connected(state::listing);
     if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
@@ -458,6 +497,12 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
 
 acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_hint)
 {
+    if (state_ == state::arming_list || state_ == state::arming_mark) {
+        // The look-ahead's reply is still to come, and tells (see evaluate_queue, on_mark_read).
+        watch_spent_ = true;
+        watch_gone_ = watch_gone_ || deleted;
+        return {};
+    }
     if (state_ != state::waiting) return {};
     if (abort_) return remove();
     if (deleted && watched_clear_) {
@@ -476,9 +521,56 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
     return list();
 }
 
+acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
+{
+    if (state_ != state::waiting || abort_ || watched_clear_ || ahead_.empty()) return {};
+    // The node before the one we wait on is gone: find out, while our predecessor (maybe) holds,
+    // whether it is now the head. Our own node gets its watch first (the driver sends it ahead of
+    // the read), so that an armed wait hears of our node's deletion before that of the node we
+    // wait on.
+    watch_spent_ = watch_gone_ = false;
+    own_watched_ = true;
+    action a{ak::arm, dir_, {}, {}};
+    a.mark = ahead_kind_ == node_kind::exclusive && std::max(queue_hint, listed_size_) >= min_queue_for_mark;
+    state_ = a.mark ? state::arming_mark : state::arming_list;
+    return a;
+}
+
 acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid,
                                               std::int64_t pzxid, bool own_exists)
 {
+    if (state_ == state::arming_mark) {
+        if (!ec && !own_exists) {
+            own_.clear();
+            return finish(abort_ ? abort_ : error_code(errc::lock_lost));
+        }
+        if (abort_) return remove();
+        if (!ec && mzxid == pzxid) {
+            // As in the waiter's rule (docs/handoff.md): the data was written by the release of the
+            // node it names, as the head, in the transaction of the path's last child change.
+            if (!watch_spent_ && data == handoff_mark(base_name(ahead_))) {
+                // The node before ours-to-wait-on left as the head, and the latter was still there
+                // when this read was served (its deletion would be a later child change; and its
+                // event would have come first): it is the head now.
+                watched_clear_ = true;
+                ahead_.clear();
+                return wait_event();
+            }
+            if (watch_gone_ && data == handoff_mark(base_name(watched_))) {
+                // The node we wait on left as the head (its deletion event came before this reply).
+                fast_ = marked_ = true;
+                by_listing_ = false;
+                return finish({});
+            }
+        }
+        if (is_retryable(ec)) return wait_connected(state::listing);
+        if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+        if (watch_spent_) return list();
+        // Nothing learned (a child change came between, or the node ahead left without a mark):
+        // wait as without the look-ahead; the deletion of the node we wait on decides.
+        ahead_.clear();
+        return wait_event();
+    }
     if (state_ != state::reading_mark) return {};
     if (!ec && !own_exists) {  // someone deleted our node
         own_.clear();
@@ -521,6 +613,8 @@ acquire_fsm::action acquire_fsm::on_own_deleted()
     case state::watching:
     case state::waiting:
     case state::reading_mark:
+    case state::arming_list:
+    case state::arming_mark:
     case state::waiting_connected: break;
     default: return {};  // not created yet, being removed by us, or done
     }

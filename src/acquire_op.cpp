@@ -150,6 +150,8 @@ private:
             break;
         case ak::watch:
             if (a.watch_own) watch_own();
+            if (watch_) watch_->cancel_wait();
+            waiting_on_ = nullptr;
             watch_ = s_->make_watch();
             s_->get_data(a.path, watch_, [self](error_code ec, std::string, zklock::stat) {
                 self->run(self->fsm_.on_watch_set(ec));
@@ -157,11 +159,32 @@ private:
             break;
         case ak::wait_event:
             waited_ = true;
-            watch_->wait([self](error_code ec, watch_event ev) {
+            if (!a.ahead.empty()) watch_ahead(std::move(a.ahead));
+            else drop_ahead();
+            if (waiting_on_ == watch_.get()) break;  // still waiting on it (a look-ahead came back)
+            waiting_on_ = watch_.get();
+            watch_->wait([self, w = watch_.get()](error_code ec, watch_event ev) {
+                if (self->watch_.get() != w) return;  // replaced (cancel_wait drops it too)
+                self->waiting_on_ = nullptr;
                 self->run(ec ? self->fsm_.on_session_lost(ec)
                              : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted,
                                                          self->s_->queue_size_hint(self->fsm_.dir())));
             });
+            break;
+        case ak::arm:
+            // Our own node's watch goes first (if not set yet); one session's replies come in order,
+            // so a node already gone is reported (on_own_deleted) before the read's reply.
+            watch_own();
+            if (a.mark) {
+                s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
+                    self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid, true));
+                });
+            } else {
+                s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
+                    if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                    self->run(self->fsm_.on_listed(ec, *l));
+                });
+            }
             break;
         case ak::wait_connected:
             s_->wait_connected(generation_, [self](error_code ec) {
@@ -170,6 +193,7 @@ private:
             break;
         case ak::remove:
             if (watch_) watch_->cancel_wait();
+            drop_ahead();
             s_->remove(a.path, -1, [self](error_code ec) { self->run(self->fsm_.on_removed(ec)); });
             break;
         case ak::read_count:
@@ -250,11 +274,44 @@ private:
         });
     }
 
+    // Look-ahead: a data watch on the node before the one we wait on (acquire_fsm::action::ahead).
+    // Its deletion, or finding it gone, is on_ahead_fired; a change of its data means nothing, and
+    // any other error just leaves the wait without a look-ahead (the fsm falls back by itself).
+    void watch_ahead(std::string path)
+    {
+        drop_ahead();
+        auto w = ahead_ = s_->make_watch();
+        auto self = shared_from_this();
+        s_->get_data(path, w, [self, w](error_code ec, std::string, zklock::stat) {
+            if (!ec || self->ahead_ != w) return;
+            self->drop_ahead();  // no watch was set
+            if (ec == zk_errc::no_node && !self->fsm_.finished())
+                self->run(self->fsm_.on_ahead_fired(self->s_->queue_size_hint(self->fsm_.dir())));
+        });
+        // As for watch_own: the callback holds the watch by address only; drop_ahead() breaks the
+        // cycle through `self`.
+        w->wait([self, raw = w.get(), path = std::move(path)](error_code ec, watch_event ev) mutable {
+            if (ec || self->fsm_.finished() || self->ahead_.get() != raw) return;
+            self->ahead_.reset();
+            if (ev.type == watch_event_type::deleted)
+                return self->run(self->fsm_.on_ahead_fired(self->s_->queue_size_hint(self->fsm_.dir())));
+            self->watch_ahead(std::move(path));  // its data changed: keep watching
+        });
+    }
+
+    void drop_ahead()
+    {
+        if (!ahead_) return;
+        ahead_->cancel_wait();
+        ahead_.reset();
+    }
+
     void finish(error_code ec)
     {
         if (timer_) timer_->cancel();
         if (watch_) watch_->cancel_wait();
         watch_.reset();
+        drop_ahead();
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
@@ -284,6 +341,8 @@ private:
     stored_handler<error_code, lease> h_;
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
+    std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
+    const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
     bool own_revoke_seen_ = false;
     std::uint64_t generation_ = 0;
     bool in_initiation_ = false;

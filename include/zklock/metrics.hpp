@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,13 @@ struct metrics_snapshot {
     /// "set_data", "get_children" (listings included), "multi". Refused requests (not connected,
     /// too large) are not counted.
     std::vector<std::pair<std::string, std::uint64_t>> requests;
+    /// `requests`' count for one type (0 if none was sent).
+    std::uint64_t requests_of(std::string_view type) const noexcept
+    {
+        for (const auto& [t, n] : requests)
+            if (t == type) return n;
+        return 0;
+    }
 
     histogram_snapshot listing_size;  ///< children per lock-path listing received
 

@@ -306,6 +306,106 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
     });
 }
 
+TEST_CASE("look-ahead: a waiter armed while its predecessor holds is granted by that deletion alone, never once its own node is gone")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session a{ex, config_for(servers)}, b{ex, config_for(servers)}, c{ex, config_for(servers)},
+            d{ex, config_for(servers)}, raw{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(b);
+        co_await connect(c);
+        co_await connect(d);
+        co_await connect(raw);
+        const auto path = unique_path("lookahead");
+        checker chk;
+        chk.expect_queue_order(path);
+        mutex ma{a, path}, mb{b, path}, mc{c, path}, md{d, path};
+        struct waiter {
+            lease l;
+            error_code ec;
+            bool done = false;
+        };
+        auto queue = [&](mutex& m, waiter& w, std::string name) {
+            asio::co_spawn(ex, [&m, &w, &chk, path, name]() -> awaitable<void> {
+                auto [ec, l] = co_await m.async_acquire(30s, tuple);
+                w.ec = ec;
+                w.l = std::move(l);
+                if (w.l) chk.granted(path, name, w.l.fencing_token(), seq_of(w.l.node()));
+                w.done = true;
+            }, asio::detached);
+        };
+        auto nodes = [&]() -> awaitable<std::vector<std::string>> {
+            auto kids = co_await children_of(raw, path);
+            std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+            for (auto& k : kids) k = path + "/" + k;
+            co_return kids;
+        };
+
+        // a holds; b waits on a; c waits on b with a as its look-ahead node.
+        auto la = co_await ma.async_acquire(5s);
+        chk.granted(path, "a", la.fencing_token(), seq_of(la.node()));
+        waiter wb, wc, wd;
+        queue(mb, wb, "b");
+        REQUIRE(co_await wait_children(raw, path, 2) == 2);
+        queue(mc, wc, "c");
+        REQUIRE(co_await wait_children(raw, path, 3) == 3);
+        auto kids = co_await nodes();
+        REQUIRE(co_await wait_watched(fault_server(), kids[1]));  // c's watch on b
+        CHECK_FALSE(co_await wait_watched(fault_server(), kids[2], 300ms));  // c's own node: not yet
+
+        // a goes: b holds (a was the head of its listing); c arms: a watch on its own node, then a
+        // listing that shows b at the head.
+        chk.released(path, "a");
+        co_await la.async_release();
+        CHECK(co_await wait_until([&] { return wb.done; }, 10s));
+        REQUIRE(wb.l.owns_lock());
+        REQUIRE(co_await wait_watched(fault_server(), kids[2]));
+        const auto c_lists = c.metrics().requests_of("get_children");
+        co_await sleep_for(300ms);  // the listing behind the own watch
+        CHECK(c.metrics().requests_of("get_children") == c_lists);  // sent with the own watch, answered
+        CHECK_FALSE(wc.done);
+
+        // b goes: c holds with no request after b's deletion.
+        const auto c_requests = c.metrics().requests;
+        chk.released(path, "b");
+        co_await wb.l.async_release();
+        CHECK(co_await wait_until([&] { return wc.done; }, 10s));
+        REQUIRE(wc.l.owns_lock());
+        CHECK(c.metrics().requests == c_requests);
+        CHECK(c.metrics().handoffs_without_listing >= 1);
+
+        // An armed waiter whose node goes: b queues again behind c, d behind b (d's look-ahead
+        // node: c). c goes: b holds, d arms. Then someone deletes d's node: d must end with
+        // lock_lost, and b's release must grant nobody: one holder at a time throughout.
+        queue(mb, wb = {}, "b2");
+        REQUIRE(co_await wait_children(raw, path, 2) == 2);
+        queue(md, wd, "d");
+        REQUIRE(co_await wait_children(raw, path, 3) == 3);
+        kids = co_await nodes();
+        REQUIRE(co_await wait_watched(fault_server(), kids[1]));  // d's watch on b
+        chk.released(path, "c");
+        co_await wc.l.async_release();
+        CHECK(co_await wait_until([&] { return wb.done; }, 10s));
+        REQUIRE(wb.l.owns_lock());
+        REQUIRE(co_await wait_watched(fault_server(), kids[2]));  // d armed (its own watch)
+        co_await sleep_for(300ms);
+        CHECK_FALSE(wd.done);
+        auto [dec] = co_await raw.async_remove(kids[2], -1, tuple);
+        REQUIRE_FALSE(dec);
+        CHECK(co_await wait_until([&] { return wd.done; }, 10s));
+        CHECK(wd.ec == errc::lock_lost);
+        CHECK_FALSE(wd.l);
+        CHECK(wb.l.status() == lease_status::held);
+        chk.released(path, "b2");
+        co_await wb.l.async_release();
+        CHECK(co_await wait_children(raw, path, 0) == 0);
+        CHECK_MESSAGE(chk.ok(), chk.report());
+        CHECK(chk.grants(path) == 4);
+    });
+}
+
 TEST_CASE("one recipe per path: a semaphore and a mutex (or shared_mutex) refuse to share a path")
 {
     run([]() -> awaitable<void> {

@@ -60,7 +60,7 @@ const char* kind_name(ak k)
 {
     static const char* names[] = {"none", "create", "create_parents", "list", "stat_node", "watch",
                                   "wait_event", "wait_connected", "remove", "read_count", "claim_count",
-                                  "read_mark", "done"};
+                                  "read_mark", "arm", "done"};
     return names[static_cast<int>(k)];
 }
 
@@ -152,7 +152,18 @@ private:
     {
         if (!watch_armed_ || watched_ != p) return;
         watch_armed_ = false;
-        if (pending_.kind == ak::wait_event) feed(fsm_.on_watch_fired(deleted, queue_hint_));
+        // While a look-ahead's reply is in flight (arm) the machine hears it too, and answers
+        // nothing: the reply decides.
+        if (pending_.kind == ak::wait_event || pending_.kind == ak::arm) feed(fsm_.on_watch_fired(deleted, queue_hint_));
+    }
+
+    // The look-ahead's node was deleted (its watch fires: the driver calls on_ahead_fired in any
+    // state, and the machine acts only while it waits).
+    void ahead_changed(const std::string& p)
+    {
+        if (!ahead_armed_ || ahead_ != p) return;
+        ahead_armed_ = false;
+        feed(fsm_.on_ahead_fired(queue_hint_));
     }
 
     // `marked`: the multi of an exclusive head's release, which writes its handoff mark into the
@@ -168,6 +179,7 @@ private:
             ++dir_version_;
         }
         watched_changed(p, true);
+        ahead_changed(p);
     }
 
     // Whether `name` is an exclusive node with nothing older: a holder that may release with a mark.
@@ -234,6 +246,21 @@ private:
         default: break;
         }
         pending_ = std::move(a);
+        if (pending_.kind == ak::wait_event) {
+            // The driver replaces any look-ahead watch by the one asked for (none: dropped).
+            ahead_armed_ = false;
+            if (!pending_.ahead.empty()) {
+                const std::string ahead = pending_.ahead;
+                FUZZ_CHECK(policy_.kind == node_kind::exclusive);
+                FUZZ_CHECK(ahead != fsm_.own_node() && ahead != watched_);
+                if (exists(ahead)) {
+                    ahead_ = ahead;
+                    ahead_armed_ = true;
+                } else {
+                    feed(fsm_.on_ahead_fired(queue_hint_));  // the driver's get_data: no_node
+                }
+            }
+        }
     }
 
     // The reply to the request in flight. variant 0: as computed; 1: lost after being applied;
@@ -244,10 +271,15 @@ private:
         const std::string p = pending_.path;
         const bool watch_own = pending_.watch_own;
         pending_version_ = pending_.version;
+        pending_mark_ = pending_.mark;
         claim_data_ = pending_.data;
         if (kind == ak::none || kind == ak::done) return;
-        if (kind == ak::wait_event) {  // nothing to reply: the watched node's owner lets go
+        if (kind == ak::wait_event) {  // nothing to reply: the look-ahead's node, or the watched node's owner, lets go
             if (session_dead_) return feed(fsm_.on_session_lost(errc::session_expired), true);
+            if (ahead_armed_ && exists(ahead_) && variant != 2) {
+                remove_node(ahead_, exclusive_head(ahead_.substr(dir_.size() + 1)) && variant == 0);
+                return;
+            }
             if (watch_armed_ && exists(watched_)) remove_node(watched_, exclusive_head(watched_.substr(dir_.size() + 1)));
             return;
         }
@@ -264,6 +296,8 @@ private:
             case ak::read_count: return feed(fsm_.on_count_read(zk_expired, "", 0), true);
             case ak::claim_count: return feed(fsm_.on_count_claimed(zk_expired), true);
             case ak::read_mark: return feed(fsm_.on_mark_read(zk_expired, "", 0, 0, false), true);
+            case ak::arm:
+                return feed(pending_mark_ ? fsm_.on_mark_read(zk_expired, "", 0, 0, true) : fsm_.on_children(zk_expired, {}), true);
             default: return;
             }
         }
@@ -340,6 +374,23 @@ private:
             if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0, false), true);
             if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0, false), true);
             return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, exists(fsm_.own_node())), true);
+        case ak::arm:
+            FUZZ_CHECK(p == dir_);
+            FUZZ_CHECK(policy_.kind == node_kind::exclusive);
+            // The driver's watch on our own node goes first, and its reply comes first (a lost
+            // connection loses both: no watch is set).
+            if (!lost) {
+                if (exists(fsm_.own_node())) own_watched_ = true;
+                else feed(fsm_.on_own_deleted());
+            }
+            if (pending_mark_) {
+                if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0, true), true);
+                if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0, true), true);
+                return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, true), true);
+            }
+            if (lost) return feed(fsm_.on_children(loss, {}), true);
+            if (!dir_exists_) return feed(fsm_.on_children(zk_errc::no_node, {}), true);
+            return feed(fsm_.on_children(ok, names()), true);
         case ak::remove: {
             FUZZ_CHECK(p.starts_with(path(prefix_)));
             const bool existed = exists(p);
@@ -393,7 +444,7 @@ private:
             session_dead_ = true;
             for (auto it = kids_.begin(); it != kids_.end();) it = it->second.ours ? kids_.erase(it) : std::next(it);
             pzxid_ = zxid_++;
-            watch_armed_ = false;
+            watch_armed_ = ahead_armed_ = false;
             if (pending_.kind == ak::wait_event) feed(fsm_.on_session_lost(errc::session_expired));
             break;
         case 13:  // cancellation or the deadline
@@ -412,6 +463,10 @@ private:
                 case 0: dir_data_ = permit_count_data(policy_.permits); break;
                 case 1: dir_data_ = permit_count_data(policy_.permits + 1); break;
                 case 2:
+                    if (!ahead_.empty() && in_.pick(2)) {  // naming the look-ahead's node
+                        dir_data_ = handoff_mark(ahead_.substr(dir_.size() + 1));
+                        break;
+                    }
                     if (!watched_.empty()) {
                         dir_data_ = handoff_mark(watched_.substr(dir_.size() + 1));
                         break;
@@ -450,6 +505,7 @@ private:
     {
         feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
         feed(fsm_.on_watch_fired(true));
+        feed(fsm_.on_ahead_fired(acquire_fsm::min_queue_for_mark));
         feed(fsm_.on_children(ok, names()));
         feed(fsm_.on_connected());
         feed(fsm_.on_own_deleted());
@@ -488,6 +544,9 @@ private:
     acquire_fsm::action pending_;
     std::string watched_;
     bool watch_armed_ = false;
+    std::string ahead_;        // the look-ahead's node (wait_event's ahead)
+    bool ahead_armed_ = false;
+    bool pending_mark_ = false;  // the arm in flight reads the mark
     bool own_watched_ = false;  // the driver watches our own node (a watch action asked for it)
     int done_ = 0;
     error_code result_;

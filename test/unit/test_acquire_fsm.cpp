@@ -495,6 +495,174 @@ TEST_CASE("handoff without a re-list")
     }
 }
 
+TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predecessor is the head")
+{
+    // We (seq 7) wait on seq 4, behind the head seq 1 (and seq 9 behind us): seq 1 is the node ahead.
+    auto waiting = [](std::vector<std::string> q = {name(2, 1), name(3, 4), name(me, 7), name(4, 9)},
+                      std::string ahead = path(2, 1)) {
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7), 1, ok, q);
+        REQUIRE(a.kind == ak::watch);
+        REQUIRE(a.path == path(3, 4));
+        REQUIRE_FALSE(a.watch_own);  // set when the look-ahead arms, not before
+        auto w = f.on_watch_set(ok);
+        REQUIRE(w.kind == ak::wait_event);
+        REQUIRE(w.ahead == ahead);
+        CHECK_FALSE(f.armed());
+        return f;
+    };
+    SUBCASE("the node ahead goes, the listing behind our own watch shows the predecessor at the head: armed")
+    {
+        auto f = waiting();
+        auto a = f.on_ahead_fired();
+        CHECK(a.kind == ak::arm);
+        CHECK(a.path == dir);
+        CHECK_FALSE(a.mark);
+        a = f.on_children(ok, {name(3, 4), name(me, 7), name(4, 9)});
+        CHECK(a.kind == ak::wait_event);  // nothing to send: the watch on seq 4 still stands
+        CHECK(a.ahead.empty());
+        CHECK(f.armed());
+        a = f.on_watch_fired(true);
+        CHECK(a.kind == ak::done);  // its deletion alone grants
+        CHECK_FALSE(a.ec);
+        CHECK(f.fast_handoff());
+        CHECK(f.mark_on_release());
+    }
+    SUBCASE("armed, then our own node is deleted: lock_lost (the own watch was set before the listing)")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        f.on_children(ok, {name(3, 4), name(me, 7)});
+        REQUIRE(f.armed());
+        auto a = f.on_own_deleted();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::lock_lost);
+        CHECK(f.on_watch_fired(true).kind == ak::none);
+    }
+    SUBCASE("our own node is gone when the look-ahead's own watch is set: lock_lost")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        auto a = f.on_own_deleted();
+        CHECK(a.kind == ak::done);
+        CHECK(a.ec == errc::lock_lost);
+        CHECK(f.on_children(ok, {name(3, 4), name(4, 9)}).kind == ak::none);
+    }
+    SUBCASE("the predecessor went too, before the listing: the listing decides (held)")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        CHECK(f.on_watch_fired(true).kind == ak::none);  // the listing's reply comes next and tells
+        auto a = f.on_children(ok, {name(me, 7), name(4, 9)});
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+        CHECK_FALSE(f.fast_handoff());
+    }
+    SUBCASE("the node ahead was not the head (it left the queue): watch the new node ahead")
+    {
+        auto f = waiting({name(5, 2), name(2, 3), name(3, 4), name(me, 7)}, path(2, 3));
+        auto a = f.on_ahead_fired();
+        REQUIRE(a.kind == ak::arm);
+        a = f.on_children(ok, {name(5, 2), name(3, 4), name(me, 7)});
+        CHECK(a.kind == ak::wait_event);
+        CHECK(a.ahead == path(5, 2));
+        CHECK_FALSE(f.armed());
+        // Its deletion (the predecessor still waiting) means a listing, as without the look-ahead.
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    SUBCASE("the predecessor's data changed during the listing: watch it again")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        CHECK(f.on_watch_fired(false).kind == ak::none);
+        auto a = f.on_children(ok, {name(3, 4), name(me, 7)});
+        CHECK(a.kind == ak::watch);
+        CHECK(a.path == path(3, 4));
+        CHECK(a.watch_own);
+        CHECK(f.on_watch_set(ok).kind == ak::wait_event);
+        CHECK(f.armed());
+        CHECK(f.on_watch_fired(true).kind == ak::done);
+    }
+    SUBCASE("cancelled while the look-ahead lists: our node is removed when the reply comes")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        CHECK(f.on_cancel(aborted).kind == ak::none);
+        auto a = f.on_children(ok, {name(3, 4), name(me, 7)});
+        CHECK(a.kind == ak::remove);
+        CHECK(f.on_removed(ok).ec == aborted);
+    }
+    SUBCASE("a connection loss during the look-ahead: list again once connected")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        CHECK(f.on_children(loss, {}).kind == ak::wait_connected);
+        CHECK(f.on_connected().kind == ak::list);
+    }
+    SUBCASE("in a long queue the look-ahead reads the handoff mark")
+    {
+        constexpr std::size_t long_queue = acquire_fsm::min_queue_for_mark;
+        auto f = waiting();
+        auto a = f.on_ahead_fired(long_queue);
+        REQUIRE(a.kind == ak::arm);
+        CHECK(a.mark);
+        SUBCASE("naming the node ahead, written with the last child change: armed")
+        {
+            a = f.on_mark_read(ok, handoff_mark(name(2, 1)), 42, 42, true);
+            CHECK(a.kind == ak::wait_event);
+            CHECK(f.armed());
+            CHECK(f.on_watch_fired(true).kind == ak::done);
+        }
+        SUBCASE("naming our predecessor, whose deletion came first: held")
+        {
+            CHECK(f.on_watch_fired(true).kind == ak::none);
+            a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 43, true);
+            CHECK(a.kind == ak::done);
+            CHECK_FALSE(a.ec);
+            CHECK(f.marked_handoff());
+        }
+        SUBCASE("naming our predecessor, whose deletion we have not seen (a forgery): not held")
+        {
+            a = f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 43, true);
+            CHECK(a.kind == ak::wait_event);
+            CHECK_FALSE(f.armed());
+        }
+        SUBCASE("written by a set_data alone (a forgery): not armed, wait as without the look-ahead")
+        {
+            a = f.on_mark_read(ok, handoff_mark(name(2, 1)), 43, 42, true);
+            CHECK(a.kind == ak::wait_event);
+            CHECK(a.ahead.empty());
+            CHECK_FALSE(f.armed());
+            CHECK(f.on_watch_fired(true, long_queue).kind == ak::read_mark);
+        }
+        SUBCASE("no mark, and the predecessor went meanwhile: list")
+        {
+            f.on_watch_fired(true);
+            CHECK(f.on_mark_read(ok, "", 42, 44, true).kind == ak::list);
+        }
+    }
+    SUBCASE("no look-ahead for readers, permits, or a queue longer than max_queue_for_lookahead")
+    {
+        acquire_fsm r(dir, {node_kind::shared}, me, false);
+        r.start();
+        r.on_create(ok, path(me, 7, 'r'), 1, ok, {name(2, 1), name(3, 4), name(me, 7, 'r')});
+        CHECK(r.on_watch_set(ok).ahead.empty());
+        acquire_fsm p(dir, {node_kind::permit, 1, false, true}, me, false);
+        p.start();
+        p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')});
+        CHECK(p.on_watch_set(ok).ahead.empty());
+        acquire_fsm g(dir, {}, me, false);
+        g.start();
+        std::vector<std::string> q;
+        for (int i = 0; i <= static_cast<int>(acquire_fsm::max_queue_for_lookahead); ++i) q.push_back(name(100 + i, 10 + i));
+        q.push_back(name(me, 9000));
+        REQUIRE(g.on_create(ok, path(me, 9000), 1, ok, q).kind == ak::watch);
+        CHECK(g.on_watch_set(ok).ahead.empty());
+        CHECK(g.on_ahead_fired().kind == ak::none);
+    }
+}
+
 TEST_CASE("handoff marks")
 {
     // We (seq 7) watch seq 4, an exclusive node behind the head (seq 1), in a long queue.
@@ -768,6 +936,7 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         CHECK(r2.watch == r.watch);
         CHECK(r2.watch_kind == r.watch_kind);
         CHECK(r2.watch_is_head == r.watch_is_head);
+        CHECK(r2.ahead == r.ahead);
         CHECK(r2.duplicates.size() == r.duplicates.size());
         CHECK(r2.size == r.size);
         CAPTURE(round);
@@ -787,6 +956,13 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
             CHECK(r.watch == q[v.watch].name);
             CHECK(r.watch_kind == q[v.watch].kind);
             CHECK(r.watch_is_head == (v.watch == 0));
+            // Exclusive: the look-ahead's node is the one just before the watched one.
+            if (policy.kind == node_kind::exclusive && v.watch > 0) {
+                CHECK(r.ahead == q[v.watch - 1].name);
+                CHECK(r.ahead_kind == q[v.watch - 1].kind);
+            } else {
+                CHECK(r.ahead.empty());
+            }
         }
         std::size_t dups = 0;
         for (const auto& x : q) dups += x.id == own_node.id && x.name != own;

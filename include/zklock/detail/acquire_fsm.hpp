@@ -30,7 +30,13 @@
 //    and the path's mzxid must equal its pzxid (the data was written in the same transaction as
 //    its last child change, which a set_data alone cannot do). Then everything up to the watched
 //    node is gone, as in the first case. A short queue is listed instead (see min_queue_for_mark).
-// Both rest also on our own node still existing: in the first case it is watched since before the
+//  * look-ahead (exclusive waiters, queues up to max_queue_for_lookahead): the waiter also
+//    watches the node before its predecessor. When that one goes, it sets a watch on its own node
+//    and lists right behind it (or, in a long queue, reads the handoff mark, which must name that
+//    node): if the predecessor is now the head, the wait is armed, and the predecessor's deletion
+//    alone grants the lock, as in the first case. The listing is made while the predecessor holds,
+//    not after it let go: a handoff costs the holder's delete and one watch event.
+// All rest also on our own node still existing: in the first case it is watched since before the
 // predecessor (its deletion is heard first), in the second the exists() says so. Data written into
 // a queue node never grants anything. Every other deletion, and every change we cannot interpret,
 // falls back to listing.
@@ -89,6 +95,10 @@ struct scan_result {
     std::string_view watch;      ///< when blocked: the child to wait on
     node_kind watch_kind = node_kind::exclusive;
     bool watch_is_head = false;  ///< when blocked: no queue node is older than `watch`
+    /// Exclusive, when blocked and `watch` is not the head: the node just before `watch` (the one
+    /// whose departure may make `watch` the head: see acquire_fsm's look-ahead).
+    std::string_view ahead;
+    node_kind ahead_kind = node_kind::exclusive;
     std::size_t position = 0;    ///< queue nodes before ours
     std::size_t size = 0;        ///< children in the listing (what listing again would cost)
     bool has_successor = false;  ///< a queue node after ours
@@ -119,6 +129,10 @@ public:
         claim_count,     ///< set_data(`path`, `data`, `version`): store our permit count
         read_mark,       ///< get_data(`path`), the lock path (its handoff mark, mzxid and pzxid), and
                          ///< exists(own_node()) in the same round trip
+        arm,             ///< look-ahead: a data watch on our own node (if not set yet), then right
+                         ///< behind it get_children(`path`) (reply: on_listed) or, with `mark`,
+                         ///< get_data(`path`) (reply: on_mark_read, own_exists true: the own watch's
+                         ///< reply came first and reported a missing node through on_own_deleted)
         done,            ///< complete with `ec` (empty: acquired)
     };
 
@@ -137,6 +151,11 @@ public:
         bool watch_own = false;
         std::string data;         ///< claim_count: the data to write
         std::int32_t version = -1;  ///< claim_count: the data version it must still have
+        /// With `wait_event`: also keep a data watch on this node (the look-ahead watch, replacing
+        /// any earlier one); its deletion, or a reply that it does not exist, is on_ahead_fired().
+        /// Its data changing means nothing: the driver just watches it again.
+        std::string ahead;
+        bool mark = false;  ///< with `arm`: read the lock path's handoff mark instead of listing
     };
 
     acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
@@ -169,6 +188,9 @@ public:
     /// session remembers it): a deletion of an exclusive node is worth a mark read only in a long
     /// queue (min_queue_for_mark).
     action on_watch_fired(bool deleted = true, std::size_t queue_hint = 0);
+    /// Look-ahead: the node before the one we wait on (action::ahead) was deleted, or was already
+    /// gone when the driver set its watch. `queue_hint` as for on_watch_fired.
+    action on_ahead_fired(std::size_t queue_hint = 0);
     action on_removed(error_code ec);
     /// Our own node was deleted by someone else: the driver keeps a data watch on it once a watch
     /// action asked for one (watch_own). Completes with errc::lock_lost (or the pending cancel's
@@ -194,6 +216,9 @@ public:
     bool fast_handoff() const noexcept { return fast_; }
     /// Whether that grant came from a handoff mark (diagnostics, tests).
     bool marked_handoff() const noexcept { return marked_; }
+    /// Whether the wait is armed: the node we wait on is known to be the head, so its deletion
+    /// alone grants us the lock (diagnostics, tests).
+    bool armed() const noexcept { return watched_clear_ && state_ == state::waiting; }
     /// Whether the holder should release with a handoff mark: an exclusive node (a mutex, a
     /// shared_mutex's writer) that may have a successor that cannot tell it was the head. Only a
     /// holder granted by a listing that showed nobody after it deletes plainly: anyone who queued
@@ -213,6 +238,11 @@ public:
     /// with the queue, and a mark read that fails (a child change came between) a listing more.
     /// Measured on loopback (bench C64): with 64 nodes listing again is the cheaper for the server.
     static constexpr std::size_t min_queue_for_mark = 256;
+    /// Look-ahead (an exclusive waiter also watches the node before the one it waits on, and
+    /// learns ahead of time that its predecessor became the head) only in queues no longer than
+    /// this: it costs every waiter a second watch, and in a longer queue the handoff mark already
+    /// makes each handoff two small requests (bench W10000: memory per waiter matters more there).
+    static constexpr std::size_t max_queue_for_lookahead = 4096;
     static constexpr int max_parent_retries = 16;
     /// Reads and claims of the permit count before the acquire gives up (others keep changing it,
     /// or the connection keeps failing).
@@ -226,7 +256,7 @@ public:
 private:
     enum class state {
         idle, reading_count, claiming_count, creating, creating_parents, listing, statting, watching, waiting,
-        reading_mark, waiting_connected, removing, done
+        reading_mark, arming_list, arming_mark, waiting_connected, removing, done
     };
 
     action create();
@@ -237,7 +267,8 @@ private:
     action remove();
     action finish(error_code ec);
     action wait_connected(state resume);
-    action evaluate_queue(const listing& children);
+    action evaluate_queue(const listing& children, bool arming = false);
+    action wait_event();  // waiting, with the look-ahead watch if there is one
     action find_own(const listing& children);
     action stat_candidate();
     action fail(error_code ec);
@@ -263,6 +294,10 @@ private:
     bool watched_markable_ = false;  // the watched node may leave with a handoff mark: read it on deletion
     std::size_t listed_size_ = 0;    // children in our latest listing
     bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
+    std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
+    node_kind ahead_kind_ = node_kind::exclusive;
+    bool watch_spent_ = false;     // arming: the watch on watched_ fired meanwhile
+    bool watch_gone_ = false;      // ... with its deletion
     bool fast_ = false;
     bool marked_ = false;
     bool by_listing_ = false;        // granted by a listing (not by a handoff)
