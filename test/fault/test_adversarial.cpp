@@ -375,6 +375,12 @@ TEST_CASE("look-ahead: a waiter armed while its predecessor holds is granted by 
         REQUIRE(wc.l.owns_lock());
         CHECK(c.metrics().requests == c_requests);
         CHECK(c.metrics().handoffs_without_listing >= 1);
+        // b, granted by a handoff with c behind it, released in a short queue: a plain delete, no
+        // mark (nobody reads marks in a queue this short).
+        auto [mec, mdata, mst] = co_await raw.async_get_data(path, tuple);
+        REQUIRE_FALSE(mec);
+        CHECK(mdata.empty());
+        CHECK(b.metrics().requests_of("multi") == 0);
 
         // An armed waiter whose node goes: b queues again behind c, d behind b (d's look-ahead
         // node: c). c goes: b holds, d arms. Then someone deletes d's node: d must end with
