@@ -159,7 +159,7 @@ private:
             break;
         case ak::wait_event:
             waited_ = true;
-            if (!a.ahead.empty()) watch_ahead(std::move(a.ahead));
+            if (!a.ahead.empty()) watch_ahead(a.ahead);
             else drop_ahead();
             if (waiting_on_ == watch_.get()) break;  // still waiting on it (a look-ahead came back)
             waiting_on_ = watch_.get();
@@ -277,7 +277,7 @@ private:
     // Look-ahead: a data watch on the node before the one we wait on (acquire_fsm::action::ahead).
     // Its deletion, or finding it gone, is on_ahead_fired; a change of its data means nothing, and
     // any other error just leaves the wait without a look-ahead (the fsm falls back by itself).
-    void watch_ahead(std::string path)
+    void watch_ahead(const std::string& path)
     {
         drop_ahead();
         auto w = ahead_ = s_->make_watch();
@@ -290,12 +290,14 @@ private:
         });
         // As for watch_own: the callback holds the watch by address only; drop_ahead() breaks the
         // cycle through `self`.
-        w->wait([self, raw = w.get(), path = std::move(path)](error_code ec, watch_event ev) mutable {
+        w->wait([self, raw = w.get()](error_code ec, watch_event ev) {
             if (ec || self->fsm_.finished() || self->ahead_.get() != raw) return;
             self->ahead_.reset();
             if (ev.type == watch_event_type::deleted)
                 return self->run(self->fsm_.on_ahead_fired(self->s_->queue_size_hint(self->fsm_.dir())));
-            self->watch_ahead(std::move(path));  // its data changed: keep watching
+            // Its data changed: keep watching (the fsm still names it: its state changes only on
+            // on_ahead_fired or a new wait_event, which replaces this watch).
+            if (!self->fsm_.ahead_node().empty()) self->watch_ahead(self->fsm_.ahead_node());
         });
     }
 

@@ -211,6 +211,8 @@ public:
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
     bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
+    /// Look-ahead: the node before the one we wait on, while it is watched (else empty).
+    const std::string& ahead_node() const noexcept { return ahead_; }
     std::int64_t fencing_token() const noexcept { return czxid_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
     bool fast_handoff() const noexcept { return fast_; }
