@@ -12,6 +12,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 
@@ -25,12 +26,28 @@ namespace zklock::detail {
 
 namespace asio = boost::asio;
 
+/// Outstanding work on a handler's executor. A type-erased handler's executor is type-erased
+/// twice over in the common case (an any_completion_executor around the any_io_executor of a
+/// coroutine or of a plain callback): preferring `tracked` on that wraps the whole any_io_executor
+/// again, which does not fit any_completion_executor's small buffer, and costs a heap allocation
+/// per operation (72 bytes a waiter in bench W10000). An io_context executor found inside is
+/// unwrapped first: tracked, it fits. Any other executor is kept as it is.
+inline asio::any_completion_executor track_work(const asio::any_completion_executor& ex)
+{
+    using io_executor = asio::io_context::executor_type;
+    constexpr auto tracked = asio::execution::outstanding_work.tracked;
+    if (const auto* t = ex.target<io_executor>()) return asio::prefer(*t, tracked);
+    if (const auto* a = ex.target<asio::any_io_executor>())
+        if (const auto* t = a->target<io_executor>()) return asio::prefer(*t, tracked);
+    return asio::prefer(ex, tracked);
+}
+
 template <class... Args> class stored_handler {
 public:
     stored_handler() = default;
     stored_handler(handler<Args...> h, const asio::any_io_executor& io_ex)
         : io_ex_(io_ex),
-          work_(asio::prefer(asio::get_associated_executor(h, io_ex), asio::execution::outstanding_work.tracked)),
+          work_(track_work(asio::get_associated_executor(h, io_ex))),
           h_(std::move(h))
     {
     }
