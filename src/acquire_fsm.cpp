@@ -390,9 +390,11 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
             // Nothing older than it exists, and nothing can appear: its deletion grants us.
             watched_clear_ = own_watched_ = true;
             ahead_.clear();
-        } else {
+        } else if (r.size <= max_queue_for_lookahead) {
             ahead_ = join_path(dir_, r.ahead);  // someone before it left: watch the new one ahead
             ahead_kind_ = r.ahead_kind;
+        } else {
+            ahead_.clear();
         }
         a = wait_event();
     } else {
@@ -505,6 +507,12 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
     }
     if (state_ != state::waiting) return {};
     if (abort_) return remove();
+    if (deleted && watched_clear_ && !own_confirmed_) {
+        // Nothing older than us is left, but we cannot tell that our own node still exists (its
+        // watch is not confirmed: it failed, or it fired for a data change and is being set
+        // again): the listing says.
+        return list();
+    }
     if (deleted && watched_clear_) {
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
@@ -536,6 +544,12 @@ acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
     return a;
 }
 
+acquire_fsm::action acquire_fsm::on_own_watch(bool set)
+{
+    own_confirmed_ = set;
+    return {};
+}
+
 acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& data, std::int64_t mzxid,
                                               std::int64_t pzxid, bool own_exists)
 {
@@ -556,7 +570,7 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
                 ahead_.clear();
                 return wait_event();
             }
-            if (watch_gone_ && data == handoff_mark(base_name(watched_))) {
+            if (watch_gone_ && own_confirmed_ && data == handoff_mark(base_name(watched_))) {
                 // The node we wait on left as the head (its deletion event came before this reply).
                 fast_ = marked_ = true;
                 by_listing_ = false;

@@ -257,12 +257,15 @@ private:
         auto self = shared_from_this();
         s_->get_data(fsm_.own_node(), own_watch_, [self, w = own_watch_](error_code ec, std::string data, zklock::stat) {
             if (!ec && data == revocation_request) self->own_revoke_seen_ = true;  // handed to the lease
-            if (!ec || self->own_watch_ != w) return;
+            if (self->own_watch_ != w || self->fsm_.finished()) return;
+            // The fsm grants without a listing only while the server has confirmed this watch.
+            if (!ec) return self->run(self->fsm_.on_own_watch(true));
             // No watch was set: drop it (the next predecessor watch sets one again after a
             // connection loss), and if our node is already gone, say so.
             w->cancel_wait();
             self->own_watch_.reset();
-            if (ec == zk_errc::no_node && !self->fsm_.finished()) self->run(self->fsm_.on_own_deleted());
+            if (ec == zk_errc::no_node) return self->run(self->fsm_.on_own_deleted());
+            self->run(self->fsm_.on_own_watch(false));
         });
         // Stored in the watch itself, so it holds the watch by address only (no cycle); the cycle
         // through `self` is broken by finish()'s cancel_wait().
@@ -270,7 +273,10 @@ private:
             if (ec || self->fsm_.finished() || self->own_watch_.get() != w) return;  // session losses come another way
             self->own_watch_.reset();
             if (ev.type == watch_event_type::deleted) return self->run(self->fsm_.on_own_deleted());
-            self->watch_own();  // its data changed: keep watching
+            // Its data changed (a revocation request, any write): until the watch is set again, a
+            // deletion of our node could go unheard, so the fsm must not count on it meanwhile.
+            self->run(self->fsm_.on_own_watch(false));
+            self->watch_own();
         });
     }
 

@@ -340,10 +340,7 @@ private:
         case ak::watch:
             FUZZ_CHECK(p != fsm_.own_node());  // it waits on others, never on itself
             if (lost) return feed(fsm_.on_watch_set(loss), true);
-            if (watch_own) {  // the driver's read of our own node goes first, and its reply comes first
-                if (exists(fsm_.own_node())) own_watched_ = true;
-                else feed(fsm_.on_own_deleted());
-            }
+            if (watch_own) set_own_watch(in_.pick(8) == 0);  // the driver's read of our own node goes first, its reply first
             if (find(p)) {
                 watched_ = p;
                 watch_armed_ = true;
@@ -377,11 +374,14 @@ private:
         case ak::arm:
             FUZZ_CHECK(p == dir_);
             FUZZ_CHECK(policy_.kind == node_kind::exclusive);
-            // The driver's watch on our own node goes first, and its reply comes first (a lost
-            // connection loses both: no watch is set).
-            if (!lost) {
-                if (exists(fsm_.own_node())) own_watched_ = true;
-                else feed(fsm_.on_own_deleted());
+            // The driver's watch on our own node goes first, and its reply comes first. A lost
+            // connection loses both; and the watch alone may fail while the read behind it
+            // succeeds (a listing the session deferred behind another one and sent after the
+            // reconnect; a re-ACLed node: no_auth).
+            if (lost) {
+                if (own_watch_ == own_watch::none) feed(fsm_.on_own_watch(false));
+            } else {
+                set_own_watch(in_.pick(4) == 0);
             }
             if (pending_mark_) {
                 if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0, true), true);
@@ -400,6 +400,28 @@ private:
         }
         default: return;
         }
+    }
+
+    // The driver's watch_own(): a no-op while a watch is set (or being set again); otherwise a read
+    // with a watch whose reply comes before anything sent after it. `fails`: the read fails with
+    // an error other than no_node (no_auth on a re-ACLed node): no watch.
+    void set_own_watch(bool fails)
+    {
+        if (own_watch_ != own_watch::none) return;
+        if (fails) return (void)feed(fsm_.on_own_watch(false));
+        if (exists(fsm_.own_node())) {
+            own_watch_ = own_watch::confirmed;
+            feed(fsm_.on_own_watch(true));
+        } else {
+            feed(fsm_.on_own_deleted());
+        }
+    }
+
+    void own_rewatched()
+    {
+        if (own_watch_ != own_watch::resetting) return;
+        own_watch_ = own_watch::none;
+        set_own_watch(false);
     }
 
     void event(unsigned e)
@@ -423,9 +445,20 @@ private:
                 break;
             }
             const auto all = names();
-            if (!all.empty()) watched_changed(path(all[in_.pick(static_cast<unsigned>(all.size()))]), false);
+            if (all.empty()) break;
+            const std::string written = path(all[in_.pick(static_cast<unsigned>(all.size()))]);
+            watched_changed(written, false);
+            if (written == fsm_.own_node() && own_watch_ == own_watch::confirmed && done_ == 0) {
+                // Our own node's data (a revocation request): its watch fires, and the driver
+                // sets it again; until that reply, a deletion of our node goes unheard.
+                own_watch_ = own_watch::resetting;
+                feed(fsm_.on_own_watch(false));
+            }
             break;
         }
+        case 15:  // the reply to the own watch being set again, if it is
+            own_rewatched();
+            break;
         case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it, if set
             std::vector<std::string> mine;
             for (const auto& [name, n] : kids_)
@@ -436,7 +469,7 @@ private:
             remove_node(victim);
             // Without an own watch the machine must find out by listing, never grant meanwhile
             // (the grant check in feed() catches a grant on a node that is gone).
-            if (own && own_watched_ && done_ == 0) feed(fsm_.on_own_deleted());
+            if (own && own_watch_ == own_watch::confirmed && done_ == 0) feed(fsm_.on_own_deleted());
             break;
         }
         case 12:  // the session expires (rarely): our ephemeral nodes go with it
@@ -491,6 +524,7 @@ private:
             cancelled_ = true;
             feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
         }
+        own_rewatched();
         for (int step = 0; step < 1000 && done_ == 0; ++step) {
             if (trace) std::fprintf(stderr, "calm (pending %s)\n", kind_name(pending_.kind));
             FUZZ_CHECK(pending_.kind != ak::none);  // something must be in flight, or it stalled
@@ -506,6 +540,7 @@ private:
         feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
         feed(fsm_.on_watch_fired(true));
         feed(fsm_.on_ahead_fired(acquire_fsm::min_queue_for_mark));
+        feed(fsm_.on_own_watch(true));
         feed(fsm_.on_children(ok, names()));
         feed(fsm_.on_connected());
         feed(fsm_.on_own_deleted());
@@ -547,7 +582,10 @@ private:
     std::string ahead_;        // the look-ahead's node (wait_event's ahead)
     bool ahead_armed_ = false;
     bool pending_mark_ = false;  // the arm in flight reads the mark
-    bool own_watched_ = false;  // the driver watches our own node (a watch action asked for it)
+    // The driver's data watch on our own node: none, set and confirmed by the server, or being set
+    // again after it fired for a data change (its reply not in yet).
+    enum class own_watch { none, confirmed, resetting };
+    own_watch own_watch_ = own_watch::none;
     int done_ = 0;
     error_code result_;
     bool cancelled_ = false;

@@ -419,11 +419,30 @@ TEST_CASE("handoff without a re-list")
         auto w = f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)});
         CHECK(w.kind == ak::watch);
         CHECK(w.watch_own);  // the grant will come without a listing: our own node is watched first
+        CHECK(f.on_own_watch(true).kind == ak::none);  // its reply comes first
         CHECK(f.on_watch_set(ok).kind == ak::wait_event);
         auto a = f.on_watch_fired(true);
         CHECK(a.kind == ak::done);
         CHECK_FALSE(a.ec);
         CHECK(f.fast_handoff());
+    }
+    SUBCASE("the head of our listing goes, but our own node's watch is not confirmed: list")
+    {
+        for (int variant = 0; variant < 2; ++variant) {
+            CAPTURE(variant);
+            acquire_fsm f(dir, {}, me, false);
+            f.start();
+            REQUIRE(f.on_create(ok, path(me, 5), 1, ok, {name(9, 3), name(me, 5)}).watch_own);
+            if (variant == 0) {
+                f.on_own_watch(false);  // its read failed (no_auth on a re-ACLed node, a lost connection)
+            } else {
+                f.on_own_watch(true);
+                f.on_own_watch(false);  // it fired for a data change: being set again
+            }
+            f.on_watch_set(ok);
+            CHECK(f.on_watch_fired(true).kind == ak::list);  // never a grant on a node that may be gone
+            CHECK(f.on_children(ok, {name(9, 4)}).ec == errc::lock_lost);
+        }
     }
     SUBCASE("data written into a node that was not the head (a forged holder mark) grants nothing")
     {
@@ -482,6 +501,7 @@ TEST_CASE("handoff without a re-list")
         auto a = f.on_create(ok, path(me, 5, 'r'), 1, ok, {name(9, 1), name(7, 3, 'r'), name(me, 5, 'r')});
         CHECK(a.kind == ak::watch);
         CHECK(a.path == path(9, 1));
+        f.on_own_watch(true);
         f.on_watch_set(ok);
         CHECK(f.on_watch_fired(true).kind == ak::done);
         CHECK(f.fast_handoff());
@@ -516,6 +536,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         auto a = f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         CHECK(a.kind == ak::arm);
         CHECK(a.path == dir);
         CHECK_FALSE(a.mark);
@@ -533,12 +554,41 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         f.on_children(ok, {name(3, 4), name(me, 7)});
         REQUIRE(f.armed());
         auto a = f.on_own_deleted();
         CHECK(a.kind == ak::done);
         CHECK(a.ec == errc::lock_lost);
         CHECK(f.on_watch_fired(true).kind == ak::none);
+    }
+    SUBCASE("the own watch fails but the listing behind it succeeds: the predecessor's deletion means a listing")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        f.on_own_watch(false);  // no_auth, or a lost connection with the listing sent after the reconnect
+        REQUIRE(f.on_children(ok, {name(3, 4), name(me, 7)}).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+        CHECK(f.on_children(ok, {name(4, 9)}).ec == errc::lock_lost);  // our node went meanwhile
+    }
+    SUBCASE("armed, then our node's data changes (its watch is being set again): the deletion means a listing")
+    {
+        auto f = waiting();
+        f.on_ahead_fired();
+        f.on_own_watch(true);
+        f.on_children(ok, {name(3, 4), name(me, 7)});
+        REQUIRE(f.armed());
+        f.on_own_watch(false);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+        CHECK(f.on_children(ok, {name(me, 7)}).kind == ak::done);
+    }
+    SUBCASE("a mark naming the predecessor after its deletion, with the own watch not confirmed: list")
+    {
+        auto f = waiting();
+        REQUIRE(f.on_ahead_fired(acquire_fsm::min_queue_for_mark).mark);
+        f.on_own_watch(false);
+        f.on_watch_fired(true);
+        CHECK(f.on_mark_read(ok, handoff_mark(name(3, 4)), 43, 43, true).kind == ak::list);
     }
     SUBCASE("our own node is gone when the look-ahead's own watch is set: lock_lost")
     {
@@ -553,6 +603,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         CHECK(f.on_watch_fired(true).kind == ak::none);  // the listing's reply comes next and tells
         auto a = f.on_children(ok, {name(me, 7), name(4, 9)});
         CHECK(a.kind == ak::done);
@@ -563,6 +614,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting({name(5, 2), name(2, 3), name(3, 4), name(me, 7)}, path(2, 3));
         auto a = f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         REQUIRE(a.kind == ak::arm);
         a = f.on_children(ok, {name(5, 2), name(3, 4), name(me, 7)});
         CHECK(a.kind == ak::wait_event);
@@ -575,6 +627,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         CHECK(f.on_watch_fired(false).kind == ak::none);
         auto a = f.on_children(ok, {name(3, 4), name(me, 7)});
         CHECK(a.kind == ak::watch);
@@ -588,6 +641,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         CHECK(f.on_cancel(aborted).kind == ak::none);
         auto a = f.on_children(ok, {name(3, 4), name(me, 7)});
         CHECK(a.kind == ak::remove);
@@ -597,6 +651,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
     {
         auto f = waiting();
         f.on_ahead_fired();
+        f.on_own_watch(true);  // the own watch's reply comes first
         CHECK(f.on_children(loss, {}).kind == ak::wait_connected);
         CHECK(f.on_connected().kind == ak::list);
     }
@@ -605,6 +660,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
         constexpr std::size_t long_queue = acquire_fsm::min_queue_for_mark;
         auto f = waiting();
         auto a = f.on_ahead_fired(long_queue);
+        f.on_own_watch(true);  // the own watch's reply comes first
         REQUIRE(a.kind == ak::arm);
         CHECK(a.mark);
         SUBCASE("naming the node ahead, written with the last child change: armed")
@@ -799,6 +855,7 @@ TEST_CASE("handoff marks")
         acquire_fsm behind_head(dir, {}, me, false);
         behind_head.start();
         REQUIRE(behind_head.on_create(ok, path(me, 5), 1, ok, {name(2, 1), name(me, 5)}).kind == ak::watch);
+        behind_head.on_own_watch(true);
         behind_head.on_watch_set(ok);
         REQUIRE(behind_head.on_watch_fired(true).kind == ak::done);
         CHECK(behind_head.mark_on_release());

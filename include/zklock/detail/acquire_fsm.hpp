@@ -191,6 +191,13 @@ public:
     /// Look-ahead: the node before the one we wait on (action::ahead) was deleted, or was already
     /// gone when the driver set its watch. `queue_hint` as for on_watch_fired.
     action on_ahead_fired(std::size_t queue_hint = 0);
+    /// The driver's data watch on our own node (action::watch_own, action::arm): `set` when the
+    /// server confirmed it (the reply to its get_data); false when it is not in place: its read
+    /// failed with anything but no_node (that is on_own_deleted), or it fired for a data change and
+    /// the driver is setting it again. A wait that would end without a listing (the watched node
+    /// was the head, or an armed look-ahead) grants on the watched node's deletion only while the
+    /// own watch is confirmed; otherwise it lists. Never an action of its own (returns none).
+    action on_own_watch(bool set);
     action on_removed(error_code ec);
     /// Our own node was deleted by someone else: the driver keeps a data watch on it once a watch
     /// action asked for one (watch_own). Completes with errc::lock_lost (or the pending cancel's
@@ -295,7 +302,8 @@ private:
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
     bool watched_markable_ = false;  // the watched node may leave with a handoff mark: read it on deletion
     std::size_t listed_size_ = 0;    // children in our latest listing
-    bool own_watched_ = false;     // the current watch came with watch_own: a fast handoff is safe
+    bool own_watched_ = false;     // the driver was asked for a watch on our own node
+    bool own_confirmed_ = false;   // ... and the server confirmed it, and it has not fired since
     std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
     node_kind ahead_kind_ = node_kind::exclusive;
     bool watch_spent_ = false;     // arming: the watch on watched_ fired meanwhile
