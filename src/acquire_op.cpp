@@ -166,6 +166,7 @@ private:
             watch_->wait([self, w = watch_.get()](error_code ec, watch_event ev) {
                 if (self->watch_.get() != w) return;  // replaced (cancel_wait drops it too)
                 self->waiting_on_ = nullptr;
+                self->check_own_watch_order();
                 self->run(ec ? self->fsm_.on_session_lost(ec)
                              : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted,
                                                          self->s_->queue_size_hint(self->fsm_.dir())));
@@ -177,6 +178,7 @@ private:
             watch_own();
             if (a.mark) {
                 s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
+                    self->check_own_watch_order();
                     self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid, true));
                 });
             } else {
@@ -258,8 +260,12 @@ private:
         s_->get_data(fsm_.own_node(), own_watch_, [self, w = own_watch_](error_code ec, std::string data, zklock::stat) {
             if (!ec && data == revocation_request) self->own_revoke_seen_ = true;  // handed to the lease
             if (self->own_watch_ != w || self->fsm_.finished()) return;
-            // The fsm grants without a listing only while the server has confirmed this watch.
-            if (!ec) return self->run(self->fsm_.on_own_watch(true));
+            // The fsm grants without a listing only while the server has confirmed this watch,
+            // on this connection (see check_own_watch_order).
+            if (!ec) {
+                self->own_connection_ = self->s_->connections();
+                return self->run(self->fsm_.on_own_watch(true));
+            }
             // No watch was set: drop it (the next predecessor watch sets one again after a
             // connection loss), and if our node is already gone, say so.
             w->cancel_wait();
@@ -307,6 +313,20 @@ private:
         });
     }
 
+    // Before the fsm hears of the watched node's deletion (or of a read it would grant on): the own
+    // watch's events come before any later deletion only within one connection. After a reconnect
+    // the server replays the events of the watches it missed in the order of the client's watch
+    // list: our node's deletion may come after the watched node's. So a reconnect since the own
+    // watch was confirmed un-confirms it (the fsm lists instead) and drops it: the next wait that
+    // asks for it sets it again, and it is confirmed on the new connection.
+    void check_own_watch_order()
+    {
+        if (!own_watch_ || s_->connections() == own_connection_) return;
+        own_watch_->cancel_wait();
+        own_watch_.reset();
+        run(fsm_.on_own_watch(false));
+    }
+
     void drop_ahead()
     {
         if (!ahead_) return;
@@ -351,6 +371,7 @@ private:
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
     std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
     const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
+    std::uint64_t own_connection_ = 0;          // session_impl::connections() when own_watch_ was confirmed
     bool own_revoke_seen_ = false;
     std::uint64_t generation_ = 0;
     bool in_initiation_ = false;

@@ -127,6 +127,7 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
         if (state() != session_state::connected) {
             if (was_connected_) metrics_.reconnect();
             was_connected_ = true;
+            ++connections_;
         }
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {

@@ -74,6 +74,11 @@ public:
     const session_config& config() const noexcept { return cfg_; }
     session_state state() const noexcept { return fsm_.state(); }
     std::uint64_t generation() const noexcept { return fsm_.generation(); }
+    /// How many times the session became connected (the first connect included). After a
+    /// reconnect the server replays the events of the watches it missed in the order of the
+    /// client's watch list, not of the changes: an order between two watches' events that held
+    /// before does not hold across a change of this number.
+    std::uint64_t connections() const noexcept { return connections_; }
     std::int64_t session_id() const noexcept { return fsm_.session_id(); }
     std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }
     /// Whether a node's ephemeralOwner is this session (as it is now).
@@ -212,6 +217,7 @@ private:
     std::size_t next_queue_size_ = 0;
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
+    std::uint64_t connections_ = 0;  // see connections()
     metrics_state metrics_;
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the

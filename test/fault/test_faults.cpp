@@ -517,6 +517,61 @@ TEST_CASE("fault 9: another client deletes our nodes: the holder is told, waiter
     });
 }
 
+TEST_CASE("fault 9b: our node and our predecessor deleted while we were cut off: replayed events never grant a gone node")
+{
+    // After a reconnect the server replays the watch events a client missed in the order of the
+    // client's watch list (a hash table), not in the order of the changes: the predecessor's
+    // deletion may come before our own node's. A waiter next to the head that trusted its own
+    // watch across the reconnect would take the first as "we are first" and be granted a node
+    // that is gone. Each attempt uses new node names, so the replay order varies between them.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        session a{ex, config_for(server.connect_string(), 6000ms)};
+        co_await connect(a);
+        int granted = 0, lost = 0;
+        for (int attempt = 0; attempt < 8; ++attempt) {
+            fault_proxy p{server.port()};
+            session ws{ex, config_for(p.connect_string(), 6000ms)};
+            co_await connect(ws);
+            const auto path = unique_path("replayed");
+            mutex ma{a, path}, mw{ws, path};
+            auto h = co_await ma.async_acquire(5s);
+            bool done = false;
+            error_code wec;
+            lease wl;
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                auto [e, l] = co_await mw.async_acquire(30s, tuple);
+                wec = e;
+                wl = std::move(l);
+                done = true;
+            }, asio::detached);
+            REQUIRE(co_await wait_children(a, path, 2) == 2);
+            auto kids = co_await children_of(a, path);
+            std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+            const auto own = path + "/" + kids[1];
+            REQUIRE(co_await wait_watched(server, h.node()));  // the predecessor's watch
+            REQUIRE(co_await wait_watched(server, own));       // and the own node's
+            co_await sleep_for(50ms);                          // the own watch's reply is in
+
+            // Cut off (well inside the 4 s of silence the client allows): our node goes, then the
+            // holder releases. Neither event reaches the waiter on this connection.
+            p.blackhole();
+            co_await a.async_remove(own);
+            co_await h.async_release();
+            p.reset();  // the client reconnects at once and sets its watches again
+            p.pass();
+            REQUIRE(co_await wait_until([&] { return done; }, 10s));
+            if (!wec) ++granted;
+            if (wec == errc::lock_lost) ++lost;
+            CHECK_MESSAGE(wec == errc::lock_lost, "attempt " << attempt << ": " << (wec ? wec.message() : "granted a node that is gone"));
+            CHECK_FALSE(wl.owns_lock());
+            CHECK(co_await wait_children(a, path, 0) == 0);
+        }
+        MESSAGE("granted " << granted << ", lock_lost " << lost << " of 8");
+    });
+}
+
 TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion alone; one further back lists")
 {
     // Three in line: h holds, w1 waits on h, w2 waits on w1, each of w1 and w2 through a proxy that

@@ -152,6 +152,7 @@ private:
     {
         if (!watch_armed_ || watched_ != p) return;
         watch_armed_ = false;
+        check_own_watch_order();
         // While a look-ahead's reply is in flight (arm) the machine hears it too, and answers
         // nothing: the reply decides.
         if (pending_.kind == ak::wait_event || pending_.kind == ak::arm) feed(fsm_.on_watch_fired(deleted, queue_hint_));
@@ -303,6 +304,7 @@ private:
         }
         const bool lost = variant == 1 || variant == 2;
         const bool apply = variant != 2;
+        if (lost && own_watch_ == own_watch::confirmed) own_stale_ = true;  // a reconnect follows
         switch (kind) {
         case ak::create: {
             if (!dir_exists_) return feed(fsm_.on_create(lost ? loss : error_code(zk_errc::no_node), "", 0,
@@ -385,6 +387,7 @@ private:
             }
             if (pending_mark_) {
                 if (lost) return feed(fsm_.on_mark_read(loss, "", 0, 0, true), true);
+                check_own_watch_order();
                 if (!dir_exists_) return feed(fsm_.on_mark_read(zk_errc::no_node, "", 0, 0, true), true);
                 return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, true), true);
             }
@@ -411,14 +414,28 @@ private:
         if (fails) return (void)feed(fsm_.on_own_watch(false));
         if (exists(fsm_.own_node())) {
             own_watch_ = own_watch::confirmed;
+            own_stale_ = false;  // confirmed on this connection
             feed(fsm_.on_own_watch(true));
         } else {
             feed(fsm_.on_own_deleted());
         }
     }
 
+    // The driver's check before the watched node's event (and the look-ahead's mark read): after
+    // a reconnect, the server replays missed watch events in its own order, so the own watch's
+    // events no longer come first: it counts as unconfirmed.
+    void check_own_watch_order()
+    {
+        if (own_watch_ != own_watch::none && own_stale_) feed(fsm_.on_own_watch(false));
+    }
+
     void own_rewatched()
     {
+        if (delayed_own_delete_ && done_ == 0) {  // replayed after the reconnect, in the server's order
+            delayed_own_delete_ = false;
+            own_watch_ = own_watch::none;
+            feed(fsm_.on_own_deleted());
+        }
         if (own_watch_ != own_watch::resetting) return;
         own_watch_ = own_watch::none;
         set_own_watch(false);
@@ -456,8 +473,12 @@ private:
             }
             break;
         }
-        case 15:  // the reply to the own watch being set again, if it is
-            own_rewatched();
+        case 15:  // the reply to the own watch being set again, if it is; or a reconnect while nothing is in flight
+            if (in_.pick(2)) {
+                own_rewatched();
+            } else if (own_watch_ == own_watch::confirmed) {
+                own_stale_ = true;  // the watches survive (re-registered), their events' order does not
+            }
             break;
         case 11: {  // someone deletes a node of ours; the driver's own-node watch reports it, if set
             std::vector<std::string> mine;
@@ -469,7 +490,11 @@ private:
             remove_node(victim);
             // Without an own watch the machine must find out by listing, never grant meanwhile
             // (the grant check in feed() catches a grant on a node that is gone).
-            if (own && own_watch_ == own_watch::confirmed && done_ == 0) feed(fsm_.on_own_deleted());
+            if (own && own_watch_ == own_watch::confirmed && done_ == 0) {
+                // Since a reconnect, its event may be replayed after others (event 15 delivers it).
+                if (own_stale_) delayed_own_delete_ = true;
+                else feed(fsm_.on_own_deleted());
+            }
             break;
         }
         case 12:  // the session expires (rarely): our ephemeral nodes go with it
@@ -586,6 +611,8 @@ private:
     // again after it fired for a data change (its reply not in yet).
     enum class own_watch { none, confirmed, resetting };
     own_watch own_watch_ = own_watch::none;
+    bool own_stale_ = false;          // a reconnect came since the own watch was confirmed
+    bool delayed_own_delete_ = false;  // our node's deletion event, replayed late
     int done_ = 0;
     error_code result_;
     bool cancelled_ = false;
