@@ -175,7 +175,12 @@ std::string handoff_mark(std::string_view node_name)
 bool is_handoff_mark(std::string_view data) noexcept { return data.starts_with(mark_prefix); }
 
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
-    : dir_(std::move(dir)), policy_(policy), id_(attempt_id),
+    : acquire_fsm(std::make_shared<const std::string>(std::move(dir)), policy, attempt_id, try_only)
+{
+}
+
+acquire_fsm::acquire_fsm(std::shared_ptr<const std::string> dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
+    : dir_(std::move(dir)), id_(attempt_id), policy_(policy),
       try_only_(try_only), count_verified_(policy.kind != node_kind::permit || policy.count_known)
 {
 }
@@ -190,7 +195,7 @@ acquire_fsm::action acquire_fsm::read_count(error_code why)
 {
     if (++count_tries_ > max_count_tries) return finish(why ? why : error_code(errc::permit_mismatch));
     state_ = state::reading_count;
-    return {ak::read_count, dir_, {}, {}};
+    return {ak::read_count, *dir_, {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string& data, std::int32_t version)
@@ -201,7 +206,7 @@ acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string&
             // Created as a parent by someone (or last used by a mutex, which leaves its handoff
             // mark): store ours, if nobody does in between.
             state_ = state::claiming_count;
-            action a{ak::claim_count, dir_, {}, {}};
+            action a{ak::claim_count, *dir_, {}, {}};
             a.data = permit_count_data(policy_.permits);
             a.version = version;
             return a;
@@ -213,7 +218,7 @@ acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string&
     if (ec == zk_errc::no_node) {
         if (++parent_retries_ > max_parent_retries) return finish(ec);
         state_ = state::creating_parents;
-        return {ak::create_parents, dir_, {}, {}};
+        return {ak::create_parents, *dir_, {}, {}};
     }
     if (is_retryable(ec)) return wait_connected(state::reading_count);
     if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
@@ -237,13 +242,13 @@ acquire_fsm::action acquire_fsm::on_count_claimed(error_code ec)
 acquire_fsm::action acquire_fsm::create()
 {
     state_ = state::creating;
-    return {ak::create, join_path(dir_, node_prefix(policy_.kind, id_, policy_.rw_names)), {}, {}};
+    return {ak::create, join_path(*dir_, node_prefix(policy_.kind, id_, policy_.rw_names)), {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::list()
 {
     state_ = state::listing;
-    return {ak::list, dir_, {}, {}};
+    return {ak::list, *dir_, {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::watch()
@@ -304,7 +309,7 @@ acquire_fsm::action acquire_fsm::on_created(error_code ec, std::string created_p
         // its count again before queueing.
         count_verified_ = policy_.kind != node_kind::permit;
         state_ = state::creating_parents;
-        return {ak::create_parents, dir_, {}, {}};
+        return {ak::create_parents, *dir_, {}, {}};
     }
     if (is_retryable(ec)) {
         // The server may have created the node and the reply was lost: never create blindly again;
@@ -340,7 +345,7 @@ acquire_fsm::action acquire_fsm::find_own(const listing& children)
         if (n.id == id_ && n.kind == policy_.kind) ours.push_back(&n);
     std::sort(ours.begin(), ours.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
     candidates_.clear();
-    for (auto* n : ours) candidates_.push_back(join_path(dir_, children.name(*n)));
+    for (auto* n : ours) candidates_.push_back(join_path(*dir_, children.name(*n)));
     return stat_candidate();
 }
 
@@ -369,7 +374,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         return finish(abort_ ? abort_ : error_code(errc::lock_lost));
     }
     std::vector<std::string> duplicates;
-    for (auto d : r.duplicates) duplicates.push_back(join_path(dir_, d));
+    for (auto d : r.duplicates) duplicates.push_back(join_path(*dir_, d));
     position_ = r.position;
     action a;
     if (r.recipe_mismatch) {
@@ -391,14 +396,14 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
             watched_clear_ = own_watched_ = true;
             ahead_.clear();
         } else if (r.size <= max_queue_for_lookahead) {
-            ahead_ = join_path(dir_, r.ahead);  // someone before it left: watch the new one ahead
+            ahead_ = join_path(*dir_, r.ahead);  // someone before it left: watch the new one ahead
             ahead_kind_ = r.ahead_kind;
         } else {
             ahead_.clear();
         }
         a = wait_event();
     } else {
-        watched_ = join_path(dir_, r.watch);
+        watched_ = join_path(*dir_, r.watch);
         // Head of our listing: nothing older can ever appear, so its deletion grants us the lock.
         // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
         // does not tell.)
@@ -414,7 +419,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         ahead_.clear();
         if (!watched_clear_ && !r.ahead.empty() && policy_.kind == node_kind::exclusive &&
             r.size <= max_queue_for_lookahead) {
-            ahead_ = join_path(dir_, r.ahead);
+            ahead_ = join_path(*dir_, r.ahead);
             ahead_kind_ = r.ahead_kind;
         }
         a = watch();
@@ -524,7 +529,7 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
     if (watched_markable_ && std::max(queue_hint, listed_size_) >= min_queue_for_mark) {
         // Did it leave as the head? Two small reads instead of listing a long queue.
         state_ = state::reading_mark;
-        return {ak::read_mark, dir_, {}, {}};
+        return {ak::read_mark, *dir_, {}, {}};
     }
     return list();
 }
@@ -538,7 +543,7 @@ acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
     // wait on.
     watch_spent_ = watch_gone_ = false;
     own_watched_ = true;
-    action a{ak::arm, dir_, {}, {}};
+    action a{ak::arm, *dir_, {}, {}};
     a.mark = ahead_kind_ == node_kind::exclusive && std::max(queue_hint, listed_size_) >= min_queue_for_mark;
     state_ = a.mark ? state::arming_mark : state::arming_list;
     return a;
@@ -647,7 +652,7 @@ acquire_fsm::action acquire_fsm::on_connected()
     case state::creating_parents:
         if (abort_) return finish(abort_);
         state_ = state::creating_parents;
-        return {ak::create_parents, dir_, {}, {}};
+        return {ak::create_parents, *dir_, {}, {}};
     case state::statting:  // the candidate is not known to be ours yet: ask again (on_stat acts on abort_)
         state_ = state::statting;
         return {ak::stat_node, own_, {}, {}};

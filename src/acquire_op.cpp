@@ -8,6 +8,8 @@
 
 #include <boost/asio/cancellation_type.hpp>
 
+#include <mutex>
+
 #include <unistd.h>
 
 namespace zklock::detail {
@@ -16,14 +18,21 @@ namespace {
 
 // "host:pid", the default data of a queue node (zklock list shows it). The host name is read once
 // per process; the pid each time (a forked child has its own).
-std::string default_owner_info()
+// "<host>:<pid>", shared by every acquire of this process that sets no owner_info of its own (one
+// copy, not one a waiter). Made again in a child forked without exec: its pid is another.
+std::shared_ptr<const std::string> default_owner_info()
 {
-    static const std::string host = [] {
+    static std::mutex m;
+    static std::shared_ptr<const std::string> info;
+    static ::pid_t pid = 0;
+    std::lock_guard lock(m);
+    if (!info || pid != ::getpid()) {
         char buf[256] = {};
         if (::gethostname(buf, sizeof buf - 1) != 0) buf[0] = '?';
-        return std::string(buf);
-    }();
-    return host + ":" + std::to_string(::getpid());
+        pid = ::getpid();
+        info = std::make_shared<const std::string>(std::string(buf) + ":" + std::to_string(pid));
+    }
+    return info;
 }
 
 lock_kind kind_of(node_kind k) noexcept
@@ -41,14 +50,17 @@ queue_policy policy_of(const acquire_request& req)
 class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
-        : s_(std::move(s)), owner_info_(req.owner_info.empty() ? default_owner_info() : std::move(req.owner_info)),
-          fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), timeout_(req.timeout),
-          h_(std::move(h), s_->executor()), count_known_(std::move(req.count_known)),
-          on_queued_(std::move(req.on_queued)), internal_(req.internal)
+        : s_(std::move(s)),
+          owner_info_(req.owner_info.empty() ? default_owner_info()
+                                             : std::make_shared<const std::string>(std::move(req.owner_info))),
+          fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), h_(std::move(h), s_->executor()),
+          count_known_(std::move(req.count_known)),
+          on_queued_(req.on_queued ? std::make_unique<on_queued_fn>(std::move(req.on_queued)) : nullptr),
+          internal_(req.internal)
     {
     }
 
-    void start()
+    void start(std::optional<std::chrono::steady_clock::duration> timeout)
     {
         in_initiation_ = true;
         started_ = std::chrono::steady_clock::now();
@@ -56,7 +68,7 @@ public:
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
         if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
-        if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_.size());
+        if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_->size());
         if (bad) {
             run(fsm_.on_cancel(bad));
             in_initiation_ = false;
@@ -65,9 +77,9 @@ public:
         on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
             if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
         });
-        if (timeout_) {
+        if (timeout) {
             timer_ = std::make_unique<asio::steady_timer>(s_->executor());
-            timer_->expires_after(*timeout_);
+            timer_->expires_after(*timeout);
             timer_->async_wait([weak = weak_from_this()](error_code ec) {
                 if (ec) return;
                 if (auto self = weak.lock()) self->cancel(errc::timeout);
@@ -121,7 +133,7 @@ private:
             // (one round trip when uncontended). Acquires of this session on the same path that
             // create in the same burst share that one listing (session_impl::list_queue).
             auto created = std::make_shared<std::tuple<error_code, std::string, std::int64_t>>();
-            s_->create(a.path, owner_info_, create_mode::ephemeral_sequential,
+            s_->create(a.path, *owner_info_, create_mode::ephemeral_sequential,
                        [created](error_code ec, std::string p, zklock::stat st) {
                            *created = {ec, std::move(p), st.czxid};
                        });
@@ -229,7 +241,7 @@ private:
     // hears of our place.
     void run_listed(acquire_fsm::action a)
     {
-        if (on_queued_ && a.kind == ak::watch && !fsm_.own_node().empty()) on_queued_(fsm_.own_node(), fsm_.last_position());
+        if (on_queued_ && a.kind == ak::watch && !fsm_.own_node().empty()) (*on_queued_)(fsm_.own_node(), fsm_.last_position());
         run(std::move(a));
     }
 
@@ -357,14 +369,16 @@ private:
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
             result = lease(std::move(ls));
         }
-        if (in_initiation_) h_.post(ec, std::move(result));
+        if (in_initiation_) h_.post(s_->executor(), ec, std::move(result));
         else h_.complete(ec, std::move(result));
     }
 
+    // The members are what one waiter costs while it waits (bench W10000: ten thousand of them):
+    // what only some acquires use is allocated only for those.
+    using on_queued_fn = std::function<void(std::string_view, std::size_t)>;
     session_ptr s_;
-    std::string owner_info_;
+    std::shared_ptr<const std::string> owner_info_;  // our node's data (shared: see default_owner_info)
     acquire_fsm fsm_;
-    std::optional<std::chrono::steady_clock::duration> timeout_;
     std::unique_ptr<asio::steady_timer> timer_;  // only with a timeout (a waiter without one holds none)
     stored_handler<error_code, lease> h_;
     std::shared_ptr<watch_state> watch_;
@@ -372,15 +386,15 @@ private:
     std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
     const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
     std::uint64_t own_connection_ = 0;          // session_impl::connections() when own_watch_ was confirmed
-    bool own_revoke_seen_ = false;
     std::uint64_t generation_ = 0;
+    std::chrono::steady_clock::time_point started_;
+    std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
+    std::unique_ptr<on_queued_fn> on_queued_;  // lock_options::on_queued, if set
+    bool own_revoke_seen_ = false;
     bool in_initiation_ = false;
     bool waiting_session_ = false;
     bool waited_ = false;  // waited for a watched node to go: a grant is a handoff (metrics)
-    std::chrono::steady_clock::time_point started_;
-    std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
-    std::function<void(std::string_view, std::size_t)> on_queued_;
-    bool internal_;  // a cohort's own acquire (acquire_request::internal)
+    bool internal_;        // a cohort's own acquire (acquire_request::internal)
 };
 
 }  // namespace
@@ -388,7 +402,8 @@ private:
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
 {
     if (req.cohort && req.policy.kind != node_kind::permit) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
-    std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start();
+    auto timeout = req.timeout;
+    std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start(timeout);
 }
 
 }  // namespace zklock::detail

@@ -47,11 +47,11 @@ lock_kind kind_of(node_kind k) noexcept { return k == node_kind::shared ? lock_k
 std::string cohort_key(const acquire_request& req)
 {
     std::string key;
-    key.reserve(req.dir.size() + 3);
+    key.reserve(req.dir->size() + 3);
     key += static_cast<char>(req.policy.kind);
     key += req.policy.rw_names ? 'w' : '-';
     key += ':';
-    key += req.dir;
+    key += *req.dir;
     return key;
 }
 
@@ -80,7 +80,7 @@ public:
         if (req.try_only) return try_acquire(std::move(req), std::move(h));
         auto w = std::make_shared<waiter>(std::move(h), s_->executor());
         w->started = clock::now();
-        s_->metrics().acquire_started(kind_of(policy_.kind), dir_);
+        s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
         on_cancellation(w->h, s_->executor(), [weak = weak_from_this(), ww = std::weak_ptr(w)] {
             auto c = weak.lock();
             auto w2 = ww.lock();
@@ -121,17 +121,17 @@ private:
         if (turn_ == turn_state::held && shared_ && waiters_.empty() && may_grant()) {
             auto w = std::make_shared<waiter>(std::move(h), s_->executor());
             w->started = clock::now();
-            s_->metrics().acquire_started(kind_of(policy_.kind), dir_);
+            s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
             return grant(w);
         }
         if (turn_ == turn_state::idle && holders_ == 0) {
             req.cohort = false;
             return initiate_acquire(s_, std::move(req), std::move(h));
         }
-        s_->metrics().acquire_started(kind_of(policy_.kind), dir_);
+        s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
         waiter w(std::move(h), s_->executor());
-        s_->metrics().acquire_finished(kind_of(policy_.kind), dir_, errc::would_block, {}, false, false);
-        w.h.post(errc::would_block, lease{});
+        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, errc::would_block, {}, false, false);
+        w.h.post(s_->executor(), errc::would_block, lease{});
     }
 
     void start_turn()
@@ -264,9 +264,9 @@ private:
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
-        s_->metrics().acquire_finished(kind_of(policy_.kind), dir_, {}, now - w->started, false, false);
+        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, {}, now - w->started, false, false);
         s_->metrics().cohort_grant(grants_ == 1);
-        w->h.post({}, lease(std::move(ls)));
+        w->h.post(s_->executor(), {}, lease(std::move(ls)));
     }
 
     // A local holder released. If that ends the turn, its release completes when our node is gone
@@ -308,8 +308,8 @@ private:
     void finish(waiter& w, error_code ec)
     {
         if (w.timer) w.timer->cancel();
-        s_->metrics().acquire_finished(kind_of(policy_.kind), dir_, ec, clock::now() - w.started, false, false);
-        w.h.post(ec, lease{});
+        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, ec, clock::now() - w.started, false, false);
+        w.h.post(s_->executor(), ec, lease{});
     }
 
     void fail_waiters(error_code ec)
@@ -338,7 +338,7 @@ private:
         listing_ = true;
         auto w = child_watch_ = s_->make_watch();
         const auto id = turn_id_;
-        s_->get_children(dir_, w, [weak = weak_from_this(), id, w](error_code ec, std::vector<std::string> children) {
+        s_->get_children(*dir_, w, [weak = weak_from_this(), id, w](error_code ec, std::vector<std::string> children) {
             auto self = weak.lock();
             // A listing of an earlier turn (ended or lost meanwhile: its watch was dropped) is stale.
             if (!self || self->child_watch_ != w || id != self->turn_id_ || self->turn_ != turn_state::held) return;
@@ -396,7 +396,7 @@ private:
 
     session_ptr s_;
     std::string key_;
-    std::string dir_;
+    std::shared_ptr<const std::string> dir_;
     queue_policy policy_;
     std::string owner_info_;
     std::function<void(std::string_view, std::size_t)> on_queued_;

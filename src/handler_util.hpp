@@ -42,10 +42,10 @@ inline asio::any_completion_executor track_work(const asio::any_completion_execu
 template <class... Args> class stored_handler {
 public:
     stored_handler() = default;
+    /// `io_ex`: the executor of the I/O object, the handler's executor when it has none of its
+    /// own (not kept: the tracked executor is all a completion needs).
     stored_handler(handler<Args...> h, const asio::any_io_executor& io_ex)
-        : io_ex_(io_ex),
-          work_(track_work(asio::get_associated_executor(h, io_ex))),
-          h_(std::move(h))
+        : work_(track_work(asio::get_associated_executor(h, io_ex))), h_(std::move(h))
     {
     }
 
@@ -54,9 +54,11 @@ public:
     asio::cancellation_slot slot() const noexcept { return asio::get_associated_cancellation_slot(h_); }
 
     /// Completes from a context that is not the initiating function (dispatch: may run inline).
-    void complete(Args... args) { finish<false>(std::move(args)...); }
-    /// Completes from the initiating function (post: never inline).
-    void post(Args... args) { finish<true>(std::move(args)...); }
+    void complete(Args... args) { finish<false>(nullptr, std::move(args)...); }
+    /// Completes from the initiating function (post: never inline), out through `io_ex` (the I/O
+    /// object's executor: the handler's own, a type-erased completion executor, cannot promise
+    /// blocking.never) and on to the handler's executor.
+    void post(const asio::any_io_executor& io_ex, Args... args) { finish<true>(&io_ex, std::move(args)...); }
     /// Gives the handler up to another operation (which keeps its own work guard).
     handler<Args...> release()
     {
@@ -65,7 +67,7 @@ public:
     }
 
 private:
-    template <bool Post> void finish(Args... args)
+    template <bool Post> void finish(const asio::any_io_executor* io_ex, Args... args)
     {
         if (!h_) return;
         if (auto s = slot(); s.is_connected()) s.clear();
@@ -73,16 +75,13 @@ private:
         work_.reset();
         auto h = std::move(h_);
         if constexpr (Post)
-            // Out of the initiating function first (through the session's executor), then onto
-            // the handler's.
-            asio::post(io_ex_, [ex = std::move(ex), h = asio::append(std::move(h), std::move(args)...)]() mutable {
+            asio::post(*io_ex, [ex = std::move(ex), h = asio::append(std::move(h), std::move(args)...)]() mutable {
                 asio::dispatch(ex, std::move(h));
             });
         else
             asio::dispatch(ex, asio::append(std::move(h), std::move(args)...));
     }
 
-    asio::any_io_executor io_ex_;
     std::optional<asio::any_completion_executor> work_;
     handler<Args...> h_;
 };

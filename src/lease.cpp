@@ -299,10 +299,10 @@ template <class... Args> void post_now(const std::shared_ptr<lease_state>& s, ha
 {
     if (s) {
         stored_handler<Args...> sh(std::move(h), s->session()->executor());
-        return sh.post(std::move(args)...);
+        return sh.post(s->session()->executor(), std::move(args)...);
     }
     stored_handler<Args...> sh(std::move(h), asio::system_executor());
-    sh.post(std::move(args)...);
+    sh.post(asio::system_executor(), std::move(args)...);
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ public:
         });
         bool bad = specs_.empty();
         for (std::size_t i = 1; i < order_.size(); ++i) bad = bad || specs_[order_[i]].path == specs_[order_[i - 1]].path;
-        if (bad) return h_.post(errc::invalid_argument, results());
+        if (bad) return h_.post(s_->executor(), errc::invalid_argument, results());
         // Every cancellation type, the same way: the acquire in flight undoes itself (it gets the
         // signal), and we release what was taken.
         on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
@@ -73,7 +73,7 @@ private:
             if (*left <= steady::duration::zero()) return fail(errc::timeout);
         }
         const std::size_t idx = order_[next_];
-        acquire_request req{specs_[idx].path, policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr,
+        acquire_request req{std::make_shared<const std::string>(specs_[idx].path), policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr,
                             options_.on_queued};
         acquiring_ = true;
         initiate_acquire(s_, std::move(req),
@@ -121,7 +121,7 @@ private:
         done_ = true;
         results r;
         if (!ec) r = std::move(taken_);
-        if (in_initiation_) h_.post(ec, std::move(r));
+        if (in_initiation_) h_.post(s_->executor(), ec, std::move(r));
         else h_.complete(ec, std::move(r));
     }
 

@@ -78,7 +78,7 @@ public:
 
     void start()
     {
-        if (auto ec = validate_lock_path(path_)) return h_.post(ec, queue_listing{});
+        if (auto ec = validate_lock_path(path_)) return h_.post(s_->executor(), ec, queue_listing{});
         on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
             if (auto self = weak.lock()) self->finish(asio::error::operation_aborted);
         });

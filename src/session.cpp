@@ -152,11 +152,11 @@ void initiate_watch_wait(std::shared_ptr<watch_state> w, handler<error_code, wat
 {
     if (!w) {  // an empty watch has no session: see lease.cpp's post_now
         stored_handler<error_code, watch_event> sh(std::move(h), asio::system_executor());
-        return sh.post(errc::invalid_argument, {});
+        return sh.post(asio::system_executor(), errc::invalid_argument, {});
     }
     if (w->has_waiter()) {  // copies of a watch share its state: one wait at a time
         stored_handler<error_code, watch_event> sh(std::move(h), w->executor());
-        return sh.post(errc::operation_in_progress, {});
+        return sh.post(w->executor(), errc::operation_in_progress, {});
     }
     auto sh = std::make_shared<stored_handler<error_code, watch_event>>(std::move(h), w->executor());
     // Cancelling the wait leaves the ZooKeeper watch alone: it can be waited on again.

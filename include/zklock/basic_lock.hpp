@@ -24,7 +24,11 @@ public:
 
     /// The session's executor.
     executor_type get_executor() const noexcept;
-    const std::string& path() const noexcept { return path_; }
+    const std::string& path() const noexcept
+    {
+        static const std::string none;  // a moved-from lock
+        return path_ ? *path_ : none;
+    }
     const lock_options& options() const noexcept { return options_; }
 
     /// Acquires the lock, waiting at most `timeout` (measured from the call, exact across any
@@ -85,7 +89,7 @@ public:
 
 protected:
     basic_lock(session& s, std::string path, lock_options options, detail::queue_policy policy)
-        : s_(s.impl()), path_(std::move(path)), options_(std::move(options)), policy_(policy),
+        : s_(s.impl()), path_(std::make_shared<const std::string>(std::move(path))), options_(std::move(options)), policy_(policy),
           count_known_(policy.kind == detail::node_kind::permit ? std::make_shared<bool>(false) : nullptr)
     {
     }
@@ -111,7 +115,7 @@ protected:
 
 private:
     detail::session_ptr s_;
-    std::string path_;
+    std::shared_ptr<const std::string> path_;  // shared with each acquire (one copy, not one a waiter)
     lock_options options_;
     detail::queue_policy policy_;
     std::shared_ptr<bool> count_known_;  // a semaphore's: its stored permit count was verified

@@ -53,6 +53,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -158,6 +159,7 @@ public:
         bool mark = false;  ///< with `arm`: read the lock path's handoff mark instead of listing
     };
 
+    acquire_fsm(std::shared_ptr<const std::string> dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
     acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
 
     action start();
@@ -238,7 +240,7 @@ public:
     }
     /// The queue position we last saw (0 = head), for diagnostics.
     std::size_t last_position() const noexcept { return position_; }
-    const std::string& dir() const noexcept { return dir_; }
+    const std::string& dir() const noexcept { return *dir_; }
     const queue_policy& policy() const noexcept { return policy_; }
 
     /// A waiter reads the handoff mark instead of listing again only when the lock path had at
@@ -263,7 +265,7 @@ public:
     static constexpr int max_lost_creates = 5;
 
 private:
-    enum class state {
+    enum class state : std::uint8_t {
         idle, reading_count, claiming_count, creating, creating_parents, listing, statting, watching, waiting,
         reading_mark, arming_list, arming_mark, waiting_connected, removing, done
     };
@@ -282,30 +284,31 @@ private:
     action stat_candidate();
     action fail(error_code ec);
 
-    std::string dir_;
-    queue_policy policy_;
-    std::uint64_t id_;  // our node's name prefix is node_prefix(policy_.kind, id_, policy_.rw_names): built per create, not kept
-    bool try_only_;
-    state state_ = state::idle;
-    state resume_ = state::idle;
-    bool own_unknown_ = false;  // a create's reply was lost: our node may exist under our id
+    // Ordered by size (no padding holes): one of these lives in every waiting acquire.
+    std::shared_ptr<const std::string> dir_;  // the lock object's path, shared by its acquires
     std::string own_;
+    std::string watched_;          // the node we wait on
+    std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
     std::vector<std::string> candidates_;  // after a lost create reply: nodes with our id, oldest first
+    error_code abort_;
+    std::uint64_t id_;  // our node's name prefix is node_prefix(policy_.kind, id_, policy_.rw_names): built per create, not kept
     std::int64_t czxid_ = 0;
-    int lost_creates_ = 0;
     std::size_t position_ = 0;
+    std::size_t listed_size_ = 0;    // children in our latest listing
+    queue_policy policy_;
+    int lost_creates_ = 0;
     int parent_retries_ = 0;
     int count_tries_ = 0;
+    state state_ = state::idle;
+    state resume_ = state::idle;
+    node_kind ahead_kind_ = node_kind::exclusive;
+    bool try_only_;
+    bool own_unknown_ = false;  // a create's reply was lost: our node may exist under our id
     bool count_verified_;
-    error_code abort_;
-    std::string watched_;          // the node we wait on
     bool watched_clear_ = false;   // nothing that could block us is before the watched node
     bool watched_markable_ = false;  // the watched node may leave with a handoff mark: read it on deletion
-    std::size_t listed_size_ = 0;    // children in our latest listing
     bool own_watched_ = false;     // the driver was asked for a watch on our own node
     bool own_confirmed_ = false;   // ... and the server confirmed it, and it has not fired since
-    std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
-    node_kind ahead_kind_ = node_kind::exclusive;
     bool watch_spent_ = false;     // arming: the watch on watched_ fired meanwhile
     bool watch_gone_ = false;      // ... with its deletion
     bool fast_ = false;

@@ -15,7 +15,8 @@
 namespace zklock::detail {
 
 struct acquire_request {
-    std::string dir;                   ///< the lock path (validated by the operation)
+    /// The lock path (validated by the operation): the lock object's, shared by its acquires.
+    std::shared_ptr<const std::string> dir;
     queue_policy policy;
     bool try_only = false;             ///< fail with errc::would_block unless granted at once
     std::optional<std::chrono::steady_clock::duration> timeout;  ///< none: wait until granted
