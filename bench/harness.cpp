@@ -121,8 +121,11 @@ void stop_sampler(sampler_state& s)
 asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::shared_ptr<run_state> st, int id,
                                       bool loop, std::int64_t hold_ns)
 {
-    std::unique_ptr<asio::steady_timer> hold;  // none with hold 0: not even the timer object
-    if (hold_ns > 0) hold = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
+    // None with hold 0: not even the timer object. (Its executor from the run, not from
+    // `co_await this_coro::executor`: every co_await expression has its own room in the frame,
+    // one for each of 10 000 waiters in W10000.)
+    std::unique_ptr<asio::steady_timer> hold;
+    if (hold_ns > 0) hold = std::make_unique<asio::steady_timer>(st->wake.get_executor());
     do {
         acquisition a;
         a.contender = id;

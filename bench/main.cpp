@@ -13,8 +13,9 @@
 // What the floor is (the same definitions are in bench/README.md). The floor issues the ZooKeeper
 // operations a lock cycle needs through zklock's own session layer (zklock::session, its public
 // async_* functions) with no lock logic: no acquire state machine, no lease, no queue parsing
-// beyond finding the predecessor, no own-node watch. Each floor runs right before the lock
-// scenario it is compared with, on the same server, with the same sessions × contenders layout,
+// beyond finding the predecessor, no own-node watch. Each floor runs right after the lock
+// scenario it is compared with (the lock first: its peak RSS is not that of a heap the floor's
+// listings left behind), on the same server, with the same sessions × contenders layout,
 // the same node names ("x-<16 hex>-<seq>") and the same node data ("<host>:<pid>"), so listings
 // carry the same bytes:
 //  * floor U: one contender; cycle = create(ephemeral sequential) and get_children sent back to
@@ -135,8 +136,19 @@ asio::awaitable<void> run_once(bench_ctx& c)
             c.lines[name].push_back(std::move(o));
             continue;
         }
-        // The floors first, right before the scenario they are compared with: the raw floor
-        // (libzookeeper_st directly), then the floor through zklock's session layer.
+        // The lock first, then the floors it is compared with.
+        std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
+        scenario_result lock;
+        const cpu_meter lock_cpu{c};
+        if (name == "U") lock = co_await scenario_u(c, false);
+        else if (name == "C64") lock = co_await scenario_c64(c, false);
+        else lock = co_await scenario_w(c, name, false);
+        lock.figs.add("client_cpu_s", lock_cpu.client_s());
+        lock_cpu.report(name);
+        // The floors right after it: the raw floor (libzookeeper_st directly), then the floor
+        // through zklock's session layer. The lock first, so that its peak RSS is that of a process
+        // that ran nothing else since the last scenario (a floor's W10000 leaves a heap of
+        // 10 000-name listings behind: ~2.5 MB more at the lock's peak after malloc_trim).
         std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
         scenario_result raw_floor;
         {
@@ -147,8 +159,8 @@ asio::awaitable<void> run_once(bench_ctx& c)
             raw_floor.figs.add("client_cpu_s", raw_cpu.client_s());
             raw_cpu.report("raw floor " + name);
         }
-        // A floor's samples are not kept while the next one runs (the raw floor ran with none held,
-        // so the lock must too: W10000's are 480 KB each); the floor's are kept only for --plot.
+        // A floor's samples are not kept while the next one runs; the floor's are kept only for
+        // --plot.
         raw_floor.acqs.clear();
         raw_floor.acqs.shrink_to_fit();
         std::fprintf(stderr, "zklock_bench: run %d: floor for %s\n", c.run, name.c_str());
@@ -168,14 +180,6 @@ asio::awaitable<void> run_once(bench_ctx& c)
             std::fprintf(stderr, "zklock_bench: run %d: floor ping-pong\n", c.run);
             pingpong = co_await floor_pingpong(c);
         }
-        std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
-        scenario_result lock;
-        const cpu_meter lock_cpu{c};
-        if (name == "U") lock = co_await scenario_u(c, false);
-        else if (name == "C64") lock = co_await scenario_c64(c, false);
-        else lock = co_await scenario_w(c, name, false);
-        lock.figs.add("client_cpu_s", lock_cpu.client_s());
-        lock_cpu.report(name);
         json::object o = lock_object(c, lock, &floor, &raw_floor);
         emit(c, o);
         print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);
