@@ -210,6 +210,33 @@ asio::awaitable<void> contender(std::shared_ptr<session_locks> l, std::shared_pt
 }
 
 
+/// W's contender (a mutex, once, no hold): what a user's coroutine would hold across the
+/// acquire, and nothing else, so that the frame (one per waiter: 10 000 in W10000) measures the
+/// lock, not the looping scenarios' options (a semaphore, a timer, lock kinds).
+asio::awaitable<void> contender_once(std::shared_ptr<session_locks> l, std::shared_ptr<run_state> st, int id)
+{
+    acquisition a;
+    a.contender = id;
+    a.t_request = now_ns();
+    st->request(a.t_request);
+    auto r = co_await l->m.async_acquire(asio::as_tuple(asio::deferred));
+    a.t_acquired = now_ns();
+    if (std::get<0>(r)) {
+        st->fail("acquire", std::get<0>(r));
+        co_return;
+    }
+    a.seq = zklock::queue_sequence(std::get<1>(r).node()).value_or(-1);
+    a.t_release_start = now_ns();
+    auto rr = co_await std::get<1>(r).async_release(asio::as_tuple(asio::deferred));
+    a.t_released = now_ns();
+    if (std::get<0>(rr)) {
+        st->fail("release", std::get<0>(rr));
+        co_return;
+    }
+    st->record(a);
+}
+
+
 asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
                                                contender_plan plan, double run_s, double bound_s)
 {
@@ -254,6 +281,8 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
             asio::co_spawn(ex, raw_contender(raws[on], st, i, loop, plan.hold_ns), contender_done(st));
         else if (plan.floor)
             asio::co_spawn(ex, floor_contender(ss[on], st, i, loop, plan.hold_ns), contender_done(st));
+        else if (!loop && plan.hold_ns == 0 && plan.kind_of(i) == lock_kind::mutex)
+            asio::co_spawn(ex, contender_once(locks[on], st, i), contender_done(st));
         else
             asio::co_spawn(ex, contender(locks[on], st, i, loop, plan.kind_of(i), plan.hold_ns, plan.permits),
                            contender_done(st));
