@@ -51,11 +51,13 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)),
-          owner_info_(req.owner_info.empty() ? default_owner_info()
-                                             : std::make_shared<const std::string>(std::move(req.owner_info))),
+          owner_info_(req.options && !req.options->owner_info.empty()
+                          ? std::shared_ptr<const std::string>(req.options, &req.options->owner_info)
+                          : default_owner_info()),
           fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), h_(std::move(h), s_->executor()),
           count_known_(std::move(req.count_known)),
-          on_queued_(req.on_queued ? std::make_unique<on_queued_fn>(std::move(req.on_queued)) : nullptr),
+          on_queued_(req.options && req.options->on_queued ? std::shared_ptr<const on_queued_fn>(req.options, &req.options->on_queued)
+                                                           : nullptr),
           internal_(req.internal)
     {
     }
@@ -389,7 +391,7 @@ private:
     std::uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
-    std::unique_ptr<on_queued_fn> on_queued_;  // lock_options::on_queued, if set
+    std::shared_ptr<const on_queued_fn> on_queued_;  // lock_options::on_queued, if set (the lock's, shared)
     bool own_revoke_seen_ = false;
     bool in_initiation_ = false;
     bool waiting_session_ = false;

@@ -63,8 +63,8 @@ public:
 
     cohort(session_ptr s, std::string key, const acquire_request& first)
         : s_(std::move(s)), key_(std::move(key)), dir_(first.dir), policy_(first.policy),
-          owner_info_(first.owner_info), on_queued_(first.on_queued),
-          budget_(std::max<std::uint32_t>(first.max_local_handoffs, 1)), shared_(first.policy.kind == node_kind::shared)
+          options_(first.options),
+          budget_(std::max<std::uint32_t>(first.options ? first.options->max_local_handoffs : lock_options{}.max_local_handoffs, 1)), shared_(first.policy.kind == node_kind::shared)
     {
     }
 
@@ -143,7 +143,7 @@ private:
         others_ = others_state::unknown;
         draining_ = false;
         drop_child_watch();
-        acquire_request r{dir_, policy_, false, std::nullopt, owner_info_, nullptr, on_queued_};
+        acquire_request r{dir_, policy_, false, false, false, std::nullopt, options_, nullptr};
         r.internal = true;
         initiate_acquire(s_, std::move(r),
                          asio::bind_cancellation_slot(cancel_.slot(), [self = shared_from_this(), id](error_code ec, lease l) {
@@ -398,8 +398,7 @@ private:
     std::string key_;
     std::shared_ptr<const std::string> dir_;
     queue_policy policy_;
-    std::string owner_info_;
-    std::function<void(std::string_view, std::size_t)> on_queued_;
+    std::shared_ptr<const lock_options> options_;  // the first acquire's lock object's
     std::uint32_t budget_;
     bool shared_;
 

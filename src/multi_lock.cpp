@@ -34,7 +34,7 @@ public:
 
     multi_acquire_op(session_ptr s, std::vector<lock_spec> specs, lock_options options,
                      std::optional<steady::duration> timeout, handler<error_code, results> h)
-        : s_(std::move(s)), specs_(std::move(specs)), options_(std::move(options)), h_(std::move(h), s_->executor()),
+        : s_(std::move(s)), specs_(std::move(specs)), options_(std::make_shared<const lock_options>(std::move(options))), h_(std::move(h), s_->executor()),
           taken_(specs_.size())
     {
         // A timeout <= 0 means "try once", as for the single locks: each lock is tried once, all or
@@ -73,8 +73,8 @@ private:
             if (*left <= steady::duration::zero()) return fail(errc::timeout);
         }
         const std::size_t idx = order_[next_];
-        acquire_request req{std::make_shared<const std::string>(specs_[idx].path), policy_of(specs_[idx]), try_only_, left, options_.owner_info, nullptr,
-                            options_.on_queued};
+        acquire_request req{std::make_shared<const std::string>(specs_[idx].path), policy_of(specs_[idx]), try_only_,
+                            false, false, left, options_, nullptr};
         acquiring_ = true;
         initiate_acquire(s_, std::move(req),
                          asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {
@@ -127,7 +127,7 @@ private:
 
     session_ptr s_;
     std::vector<lock_spec> specs_;
-    lock_options options_;
+    std::shared_ptr<const lock_options> options_;
     stored_handler<error_code, results> h_;
     std::vector<lease> taken_;  // in the order of specs_
     std::vector<std::size_t> order_;

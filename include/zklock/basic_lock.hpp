@@ -29,7 +29,11 @@ public:
         static const std::string none;  // a moved-from lock
         return path_ ? *path_ : none;
     }
-    const lock_options& options() const noexcept { return options_; }
+    const lock_options& options() const noexcept
+    {
+        static const lock_options none;  // a moved-from lock
+        return options_ ? *options_ : none;
+    }
 
     /// Acquires the lock, waiting at most `timeout` (measured from the call, exact across any
     /// number of predecessor changes). A timeout <= 0 behaves like async_try_acquire.
@@ -89,7 +93,8 @@ public:
 
 protected:
     basic_lock(session& s, std::string path, lock_options options, detail::queue_policy policy)
-        : s_(s.impl()), path_(std::make_shared<const std::string>(std::move(path))), options_(std::move(options)), policy_(policy),
+        : s_(s.impl()), path_(std::make_shared<const std::string>(std::move(path))),
+          options_(std::make_shared<const lock_options>(std::move(options))), policy_(policy),
           count_known_(policy.kind == detail::node_kind::permit ? std::make_shared<bool>(false) : nullptr)
     {
     }
@@ -101,9 +106,8 @@ protected:
             try_only = true;
             timeout.reset();
         }
-        detail::acquire_request req{path_, policy, try_only, timeout, options_.owner_info, count_known_, options_.on_queued};
-        req.cohort = options_.cohort && policy.kind != detail::node_kind::permit;
-        req.max_local_handoffs = options_.max_local_handoffs;
+        detail::acquire_request req{path_, policy, try_only, options_->cohort && policy.kind != detail::node_kind::permit,
+                                    false, timeout, options_, count_known_};
         return asio::async_initiate<Token, void(error_code, lease)>(
             [](auto h, detail::session_ptr sp, detail::acquire_request r) {
                 detail::initiate_acquire(std::move(sp), std::move(r), std::move(h));
@@ -116,7 +120,7 @@ protected:
 private:
     detail::session_ptr s_;
     std::shared_ptr<const std::string> path_;  // shared with each acquire (one copy, not one a waiter)
-    lock_options options_;
+    std::shared_ptr<const lock_options> options_;  // shared with each acquire, as the path
     detail::queue_policy policy_;
     std::shared_ptr<bool> count_known_;  // a semaphore's: its stored permit count was verified
 };

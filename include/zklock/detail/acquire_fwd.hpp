@@ -19,15 +19,16 @@ struct acquire_request {
     std::shared_ptr<const std::string> dir;
     queue_policy policy;
     bool try_only = false;             ///< fail with errc::would_block unless granted at once
+    bool cohort = false;               ///< lock_options::cohort (not for a semaphore)
+    bool internal = false;             ///< a cohort's own acquire: not counted in the metrics
     std::optional<std::chrono::steady_clock::duration> timeout;  ///< none: wait until granted
-    std::string owner_info;            ///< data of our queue node
+    /// The lock object's options (owner_info, on_queued, max_local_handoffs), shared by its
+    /// acquires, not copied into each (a request lives in every awaiting coroutine's frame);
+    /// null: the defaults.
+    std::shared_ptr<const lock_options> options;
     /// Permit policy: shared by the acquires of one semaphore object; set once its stored count
     /// was verified, so later acquires skip the read (policy.count_known).
     std::shared_ptr<bool> count_known;
-    std::function<void(std::string_view, std::size_t)> on_queued;  ///< lock_options::on_queued
-    bool cohort = false;                    ///< lock_options::cohort (ignored by a semaphore)
-    std::uint32_t max_local_handoffs = 32;  ///< lock_options::max_local_handoffs
-    bool internal = false;                  ///< a cohort's own acquire: not counted in the metrics
 };
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h);
