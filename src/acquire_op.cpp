@@ -16,10 +16,9 @@ namespace zklock::detail {
 
 namespace {
 
-// "host:pid", the default data of a queue node (zklock list shows it). The host name is read once
-// per process; the pid each time (a forked child has its own).
-// "<host>:<pid>", shared by every acquire of this process that sets no owner_info of its own (one
-// copy, not one a waiter). Made again in a child forked without exec: its pid is another.
+// "<host>:<pid>", the default data of a queue node (zklock list shows it): one string shared by
+// every acquire of this process that sets no owner_info of its own (not one a waiter). Made again
+// in a child forked without exec, whose pid is another.
 std::shared_ptr<const std::string> default_owner_info()
 {
     static std::mutex m;
