@@ -93,17 +93,48 @@ void lease_state::arm_node_watch()
 
 void lease_state::on_node_data(const std::string& data)
 {
-    if (revoke_requested_ || data != revocation_request) return;
+    // A cohort's local holder hears of a request from the cohort's lease (make_local), never
+    // from its own read, which may be answered before the cohort's.
+    if (revoke_requested_ || data != revocation_request || local_release_) return;
+    on_revoked();
+}
+
+void lease_state::on_revoked()
+{
     revoke_requested_ = true;
     auto waiters = std::move(revoke_waiters_);
     revoke_waiters_.clear();
     for (auto& w : waiters) w({});
 }
 
+bool lease_state::revocation_requested() const noexcept
+{
+    if (revoke_requested_) return true;
+    auto src = revoke_source_.lock();
+    return src && src->revocation_requested();
+}
+
 void lease_state::wait_revocation(unique_function<void(error_code)> cb)
 {
     revoke_waiters_.push_back(std::move(cb));
+    if (local_release_) return follow_revocation();
     ensure_watch();
+}
+
+void lease_state::follow_revocation()
+{
+    auto src = revoke_source_.lock();
+    if (following_revocation_ || !src) return;
+    following_revocation_ = true;
+    src->wait_revocation([weak = weak_from_this()](error_code ec) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->following_revocation_ = false;
+        // A loss of the cohort's node reaches us through lose(); its release, only once every
+        // local holder has released.
+        if (!ec && (self->status_ == lease_status::held || self->status_ == lease_status::suspended))
+            self->on_revoked();
+    });
 }
 
 void lease_state::set_status(lease_status st)

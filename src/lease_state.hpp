@@ -32,7 +32,7 @@ public:
     void wait_lost(unique_function<void(error_code)> cb);
     void wait_status(unique_function<void(error_code, lease_status)> cb);
     void wait_revocation(unique_function<void(error_code)> cb);
-    bool revocation_requested() const noexcept { return revoke_requested_; }
+    bool revocation_requested() const noexcept;
 
     /// A guarded multi found our node gone: the lock is lost (lock_lost), if nothing said so yet.
     void node_gone() { set_lost(errc::lock_lost); }
@@ -44,10 +44,14 @@ public:
     /// `on_release` with the release's callback instead of deleting the node, and a presumed
     /// expiry only marks it lost (the cohort's own lease of the node removes it).
     using release_hook = unique_function<void(unique_function<void(error_code)>)>;
-    void make_local(std::uint64_t local_seq, release_hook on_release)
+    /// A revocation request reaches it through `node` (the cohort's own lease of the node, whose
+    /// first revocation waiter is the cohort): so the cohort always knows of a request before a
+    /// local holder does, and no holder's release can be handed on locally after it.
+    void make_local(std::uint64_t local_seq, release_hook on_release, const std::shared_ptr<lease_state>& node)
     {
         local_seq_ = local_seq;
         local_release_ = std::move(on_release);
+        revoke_source_ = node;
     }
     /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
     void set_unmetered() noexcept { reported_end_ = true; }
@@ -92,7 +96,11 @@ private:
     bool reported_end_ = false;
     std::uint64_t local_seq_ = 0;
     release_hook local_release_;  // cohort mode: see make_local
+    std::weak_ptr<lease_state> revoke_source_;  // cohort mode: see make_local
+    bool following_revocation_ = false;         // a waiter of revoke_source_'s is ours
     void on_node_data(const std::string& data);
+    void on_revoked();
+    void follow_revocation();
 };
 
 /// The cohort takes a lease's state over (lease keeps its state private).
