@@ -82,6 +82,7 @@ struct options {
     std::int64_t hold_us = 0;            // C64, RW64, S64 and their floor: µs each holder holds
     std::int64_t permits = 4;            // S64's semaphore
     bool w_lock_only = false;            // W: no floors (profiling)
+    bool request_mix = false;            // print each run's client requests per acquisition, by type
 };
 
 

@@ -237,6 +237,30 @@ asio::awaitable<void> contender_once(std::shared_ptr<session_locks> l, std::shar
 }
 
 
+namespace {
+
+// --request-mix: what the run's sessions sent, per acquisition (the metrics count every request
+// a session sent, the contenders' and the directory's set-up alike).
+void print_request_mix(const std::string& dir, const session_list& ss, std::size_t acquisitions)
+{
+    std::map<std::string, std::uint64_t> by_type;
+    for (auto& s : ss)
+        for (const auto& [type, n] : s->metrics().requests) by_type[type] += n;
+    std::string line = dir + ": requests per acquisition:";
+    double total = 0;
+    char buf[64];
+    for (const auto& [type, n] : by_type) {
+        const double per = static_cast<double>(n) / static_cast<double>(acquisitions);
+        total += per;
+        std::snprintf(buf, sizeof buf, " %s %.2f", type.c_str(), per);
+        line += buf;
+    }
+    std::snprintf(buf, sizeof buf, " (total %.2f)", total);
+    std::cerr << line << buf << "\n";
+}
+
+}  // namespace
+
 asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
                                                contender_plan plan, double run_s, double bound_s)
 {
@@ -288,6 +312,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
                            contender_done(st));
     }
     const bool all_done = co_await wait_all(*st);
+    if (c.opt.request_mix && !plan.raw && !st->acqs.empty()) print_request_mix(dir, ss, st->acqs.size());
     double requests = std::nan("");
     if (received0 && all_done)
         if (auto received1 = packets_received(c.fl_all))

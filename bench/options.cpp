@@ -27,7 +27,9 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "microseconds each holder holds the lock (a timer) in C64, RW64, S64 and their floor; 0: no timer")
         ("permits", po::value(&o.permits)->default_value(4), "permits of S64's semaphore")
         ("w-lock-only", po::bool_switch(&o.w_lock_only),
-         "W scenarios: measure the lock alone, no floors, no ratios (as beyond W20000; for profiling)");
+         "W scenarios: measure the lock alone, no floors, no ratios (as beyond W20000; for profiling)")
+        ("request-mix", po::bool_switch(&o.request_mix),
+         "print (stderr) each zklock run's requests per acquisition by type, from its sessions' metrics");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
