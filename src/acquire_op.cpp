@@ -8,8 +8,10 @@
 
 #include <boost/asio/cancellation_type.hpp>
 
+#include <atomic>
 #include <mutex>
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace zklock::detail {
@@ -19,17 +21,23 @@ namespace {
 // "<host>:<pid>", the default data of a queue node (zklock list shows it): one string shared by
 // every acquire of this process that sets no owner_info of its own (not one a waiter). Made again
 // in a child forked without exec, whose pid is another.
+// (A fork is noticed by an atfork handler, not by a getpid() per acquire: that was a syscall each.)
+std::atomic<std::uint64_t> forks{0};
+
 std::shared_ptr<const std::string> default_owner_info()
 {
     static std::mutex m;
     static std::shared_ptr<const std::string> info;
-    static ::pid_t pid = 0;
+    static std::uint64_t made_at = 0;
+    static const int registered = ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    (void)registered;
     std::lock_guard lock(m);
-    if (!info || pid != ::getpid()) {
+    const auto now = forks.load(std::memory_order_relaxed);
+    if (!info || made_at != now) {
         char buf[256] = {};
         if (::gethostname(buf, sizeof buf - 1) != 0) buf[0] = '?';
-        pid = ::getpid();
-        info = std::make_shared<const std::string>(std::string(buf) + ":" + std::to_string(pid));
+        made_at = now;
+        info = std::make_shared<const std::string>(std::string(buf) + ":" + std::to_string(::getpid()));
     }
     return info;
 }

@@ -180,6 +180,7 @@ private:
     asio::posix::stream_descriptor desc_;
     int fd_ = -1;
     ino_t fd_inode_ = 0;
+    bool fd_settled_ = false;  // fd_ was checked while connected, and every drive since saw connected
     std::uint64_t io_gen_ = 0;
     bool reading_ = false;
     bool writing_ = false;

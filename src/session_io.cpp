@@ -49,6 +49,16 @@ void session_impl::update_fd(int fd)
 {
     // The C client closes and reopens its socket on reconnect, and the new socket may get the same
     // number: compare the socket's inode too, or a reused number would never be re-registered.
+    // The inode is looked up only until the connection is up (an fstat on every drive was a
+    // syscall per reply). A socket cannot be replaced unseen while connected: the client closes it
+    // in zookeeper_process (the state leaves connected) and opens the next one only in
+    // zookeeper_interest, which only drive() calls, right before it calls us; and it is connected
+    // again only after zookeeper_process read the server's answer on the new socket. So between a
+    // drive that saw the state connected and the next one that sees it connected on the same
+    // number, some drive saw it not connected, and looked.
+    const bool connected = fd != -1 && zoo_state(zh_) == ZOO_CONNECTED_STATE;
+    if (fd == fd_ && fd_settled_ && connected) return;
+    fd_settled_ = connected;
     ino_t ino = 0;
     if (fd != -1) {
         struct ::stat st {};
@@ -157,6 +167,7 @@ void session_impl::release_io()
     if (desc_.is_open()) desc_.release();
     fd_ = -1;
     fd_inode_ = 0;
+    fd_settled_ = false;
     reading_ = writing_ = false;
     timer_.cancel();
     timer_waiting_ = false;

@@ -29,6 +29,7 @@ struct shared_tally {
     std::atomic<int> grants{0};
     std::atomic<int> errors{0};    // acquire failures (a spurious lock_lost among them)
     std::atomic<int> lost{0};      // leases lost while held
+    std::atomic<int> foreign_owner{0};  // a queue node whose default owner info names another pid
     std::atomic<int> done{0};
 };
 
@@ -50,6 +51,9 @@ int fork_worker(shared_tally* tally, const std::string& servers, const std::stri
             }
             tally->grants.fetch_add(1);
             if (tally->holders.fetch_add(1) != 0) tally->overlaps.fetch_add(1);
+            // The default owner info ("host:pid", zklock list) is the worker's, not the parent's.
+            auto [oec, owner, ost] = co_await s.async_get_data(l.node(), tuple);
+            if (oec || !owner.ends_with(":" + std::to_string(::getpid()))) tally->foreign_owner.fetch_add(1);
             auto [gec, data, st] = co_await s.async_get_data(path + "-counter", tuple);
             co_await sleep_for(2ms);
             if (!gec) co_await s.async_set_data(path + "-counter", std::to_string(std::atoi(data.c_str()) + 1), -1, tuple);
@@ -110,6 +114,7 @@ TEST_CASE("fork safety: workers forked without exec after the parent used zklock
     CHECK(tally->overlaps.load() == 0);  // two holders at once
     CHECK(tally->errors.load() == 0);    // a spurious lock_lost: another process deleted our node
     CHECK(tally->lost.load() == 0);
+    CHECK(tally->foreign_owner.load() == 0);
     CHECK(tally->grants.load() == workers * rounds);
     run([&]() -> awaitable<void> {
         session s{co_await asio::this_coro::executor, config_for(servers)};
