@@ -349,14 +349,8 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     r.figs.add("wait_max_ms", w.empty() ? 0 : w.back());
     // Where the drain goes: the queueing burst (first request to first grant), then one handoff
     // after another (a release's start to the next grant).
-    std::int64_t first = INT64_MAX;
-    for (auto& a : by_grant) first = std::min(first, a.t_acquired);
-    r.figs.add("first_grant_s", by_grant.empty() ? 0 : static_cast<double>(first - st->first_request) / 1e9);
-    std::vector<double> handoffs;
-    for (std::size_t i = 1; i < by_grant.size(); ++i)
-        handoffs.push_back(static_cast<double>(by_grant[i].t_acquired - by_grant[i - 1].t_release_start) / 1e3);
-    std::sort(handoffs.begin(), handoffs.end());
-    r.figs.add("handoff_p50_us", percentile(handoffs, 0.50));
+    r.figs.add("first_grant_s", by_grant.empty() ? 0 : static_cast<double>(by_grant.front().t_acquired - st->first_request) / 1e9);
+    r.figs.add("handoff_p50_us", percentile(zklock_bench::handoffs_us(by_grant), 0.50));
     r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
     r.figs.add("threads", sampler->max_threads);
     r.figs.add("peak_rss_mb", peak_rss_mb());

@@ -259,8 +259,7 @@ private:
             asio::post(ex, [self = std::move(self), id, cb = std::move(cb)]() mutable {
                 self->on_local_release(id, std::move(cb));
             });
-        }, inner_);
-        ls->start(nullptr, inner_->revocation_requested());  // a request already seen on our node
+        }, inner_);  // a request already seen on our node, or one to come, reaches it through inner_
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
