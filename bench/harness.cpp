@@ -244,18 +244,24 @@ namespace {
 void print_request_mix(const std::string& dir, const session_list& ss, std::size_t acquisitions)
 {
     std::map<std::string, std::uint64_t> by_type;
-    for (auto& s : ss)
-        for (const auto& [type, n] : s->metrics().requests) by_type[type] += n;
+    std::uint64_t with_listing = 0, without_listing = 0;
+    for (auto& s : ss) {
+        const auto m = s->metrics();
+        for (const auto& [type, n] : m.requests) by_type[type] += n;
+        with_listing += m.handoffs_with_listing;
+        without_listing += m.handoffs_without_listing;
+    }
     std::string line = dir + ": requests per acquisition:";
     double total = 0;
-    char buf[64];
+    char buf[128];
     for (const auto& [type, n] : by_type) {
         const double per = static_cast<double>(n) / static_cast<double>(acquisitions);
         total += per;
         std::snprintf(buf, sizeof buf, " %s %.2f", type.c_str(), per);
         line += buf;
     }
-    std::snprintf(buf, sizeof buf, " (total %.2f)", total);
+    std::snprintf(buf, sizeof buf, " (total %.2f); handoffs with a listing %llu, without %llu", total,
+                  static_cast<unsigned long long>(with_listing), static_cast<unsigned long long>(without_listing));
     std::cerr << line << buf << "\n";
 }
 
