@@ -277,6 +277,7 @@ private:
     {
         if (own_watch_ || fsm_.own_node().empty()) return;
         own_watch_ = s_->make_watch();
+        own_connection_ = 0;  // not confirmed yet
         auto self = shared_from_this();
         s_->get_data(fsm_.own_node(), own_watch_, [self, w = own_watch_](error_code ec, std::string data, zklock::stat) {
             if (!ec && data == revocation_request) self->own_revoke_seen_ = true;  // handed to the lease
@@ -339,10 +340,13 @@ private:
     // the server replays the events of the watches it missed in the order of the client's watch
     // list: our node's deletion may come after the watched node's. So a reconnect since the own
     // watch was confirmed un-confirms it (the fsm lists instead) and drops it: the next wait that
-    // asks for it sets it again, and it is confirmed on the new connection.
+    // asks for it sets it again, and it is confirmed on the new connection. A watch whose reply is
+    // still to come is left alone: the fsm does not count on it yet, and its reply confirms it on
+    // the connection it arrives on. (Dropping it when an event came first, as when the node we
+    // wait on left before the server read ours, cost a listing after each such handoff.)
     void check_own_watch_order()
     {
-        if (!own_watch_ || s_->connections() == own_connection_) return;
+        if (!own_watch_ || own_connection_ == 0 || s_->connections() == own_connection_) return;
         own_watch_->cancel_wait();
         own_watch_.reset();
         run(fsm_.on_own_watch(false));
@@ -394,7 +398,7 @@ private:
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
     std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
     const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
-    std::uint64_t own_connection_ = 0;          // session_impl::connections() when own_watch_ was confirmed
+    std::uint64_t own_connection_ = 0;          // session_impl::connections() when own_watch_ was confirmed (0: not yet)
     std::uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified

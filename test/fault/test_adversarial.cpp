@@ -417,6 +417,105 @@ TEST_CASE("look-ahead: a waiter armed while its predecessor holds is granted by 
     });
 }
 
+// The look-ahead's own-node watch is sent with the read that arms the wait. When the node we
+// wait on leaves before the server reads ours, its deletion event comes before the own watch's
+// reply. That watch is not confirmed yet, and must not be taken for one confirmed on an older
+// connection: the driver dropped it then, and every such handoff listed the whole queue again
+// (bench W1000: 388 of 998 handoffs). Here c's traffic is 60 ms late, so both deletions reach c
+// before its own watch's reply.
+TEST_CASE("look-ahead: a predecessor that leaves before the server reads our own node still hands over without a listing")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        const std::string servers = server.connect_string();
+        session a{ex, config_for(servers)}, b{ex, config_for(servers)}, d{ex, config_for(servers)},
+            c{ex, config_for(proxy.connect_string(), 6000ms)}, raw{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(b);
+        co_await connect(c);
+        co_await connect(d);
+        co_await connect(raw);
+        const auto path = unique_path("lookahead-late-own");
+        checker chk;
+        chk.expect_queue_order(path);
+        // A long listing, so that waiters read the handoff mark (children that are not lock nodes count).
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            auto [pec, pp, pst] = co_await raw.async_create(path.substr(0, slash), "", create_mode::persistent, tuple);
+            REQUIRE((!pec || pec == zk_errc::node_exists));
+            if (slash == std::string::npos) break;
+        }
+        const std::size_t junk = detail::acquire_fsm::min_queue_for_mark;
+        for (std::size_t i = 0; i < junk; ++i) {
+            auto [jec, jp, jst] = co_await raw.async_create(path + "/junk-" + std::to_string(i), "", create_mode::ephemeral, tuple);
+            REQUIRE_FALSE(jec);
+        }
+        mutex ma{a, path}, mb{b, path}, mc{c, path}, md{d, path};
+        struct waiter {
+            lease l;
+            error_code ec;
+            bool done = false;
+        };
+        // Each waiter that is granted records it; w (on d) releases at once, as a holder at hold 0.
+        auto queue = [&](mutex& m, waiter& w, std::string name, bool release_at_once) {
+            asio::co_spawn(ex, [&m, &w, &chk, path, name, release_at_once]() -> awaitable<void> {
+                auto [ec, l] = co_await m.async_acquire(30s, tuple);
+                w.ec = ec;
+                if (l) chk.granted(path, name, l.fencing_token(), seq_of(l.node()));
+                if (l && release_at_once) {
+                    chk.released(path, name);
+                    co_await l.async_release(tuple);
+                }
+                w.l = std::move(l);
+                w.done = true;
+            }, asio::detached);
+        };
+
+        // The queue: a (holds), b, w, x. x waits on w, with b as its look-ahead node.
+        auto la = co_await ma.async_acquire(5s);
+        chk.granted(path, "a", la.fencing_token(), seq_of(la.node()));
+        waiter wb, ww, wx;
+        queue(mb, wb, "b", false);
+        REQUIRE(co_await wait_children(raw, path, junk + 2) == junk + 2);
+        queue(md, ww, "w", true);
+        REQUIRE(co_await wait_children(raw, path, junk + 3) == junk + 3);
+        queue(mc, wx, "x", false);
+        REQUIRE(co_await wait_children(raw, path, junk + 4) == junk + 4);
+        auto kids = co_await children_of(raw, path);
+        std::erase_if(kids, [](const std::string& k) { return k.starts_with("junk-"); });
+        std::sort(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) { return seq_of(x) < seq_of(y); });
+        REQUIRE(kids.size() == 4);
+        REQUIRE(co_await wait_watched(server, path + "/" + kids[1]));  // x's look-ahead watch on b (and w's wait)
+        REQUIRE(co_await wait_watched(server, path + "/" + kids[2]));  // x's watch on w
+
+        // a goes (b was the head of b's listing: b holds). Then b goes with a mark, w reads it,
+        // holds and releases at once, with a mark naming w. x hears of both deletions 60 ms late,
+        // before its own watch's reply; its read of the mark (served after w left) names w.
+        chk.released(path, "a");
+        co_await la.async_release();
+        CHECK(co_await wait_until([&] { return wb.done; }, 10s));
+        REQUIRE(wb.l.owns_lock());
+        co_await sleep_for(200ms);  // w's look-ahead read (a left without a mark) is answered
+        const auto x_lists = c.metrics().requests_of("get_children");
+        proxy.delay(60ms);
+        chk.released(path, "b");
+        co_await wb.l.async_release();
+        CHECK(co_await wait_until([&] { return ww.done && wx.done; }, 10s));
+        CHECK_FALSE(ww.ec);
+        CHECK_FALSE(wx.ec);
+        REQUIRE(wx.l.owns_lock());
+        proxy.pass();
+        CHECK(c.metrics().requests_of("get_children") == x_lists);  // no listing after w's deletion
+        CHECK(c.metrics().handoffs_with_listing == 0);
+        CHECK(c.metrics().handoffs_without_listing == 1);
+        chk.released(path, "x");
+        co_await wx.l.async_release();
+        CHECK_MESSAGE(chk.ok(), chk.report());
+        CHECK(chk.grants(path) == 4);
+    });
+}
+
 TEST_CASE("one recipe per path: a semaphore and a mutex (or shared_mutex) refuse to share a path")
 {
     run([]() -> awaitable<void> {
