@@ -235,6 +235,7 @@ struct contender_plan {
     bool sessions_in_blocks = false;  // contender i on session i / (contenders / sessions), not i % sessions
     std::function<lock_kind(int)> kind_of = [](int) { return lock_kind::mutex; };
     bool count_requests = false;      // srst / srvr around the contenders' run: requests_per_acquisition
+    int junk_children = 0;            // children of `dir` that are not lock nodes, there throughout the run
 };
 
 

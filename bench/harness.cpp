@@ -281,6 +281,11 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     raw_session_list raws;
     if (plan.raw) raws = co_await connect_raw_sessions(c, sessions);
     co_await ensure_path(*ss[0], dir);
+    for (int i = 0; i < plan.junk_children; ++i) {
+        auto r = co_await ss[0]->async_create(dir + "/junk-" + std::to_string(i), std::string(),
+                                              zklock::create_mode::ephemeral, asio::as_tuple(asio::deferred));
+        if (std::get<0>(r)) throw boost::system::system_error(std::get<0>(r), "create junk in " + dir);
+    }
     // Threads and peak RSS cover the contenders: sampled from here until the sessions close.
     auto sampler = start_sampler(ex, [st, contenders, loop] {
         char buf[160];
@@ -333,6 +338,8 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         session_list fresh = co_await connect_sessions(c, 1);
         co_await remove_dir(*fresh[0], dir);
     } else {
+        for (int i = 0; i < plan.junk_children; ++i)
+            co_await ss[0]->async_remove(dir + "/junk-" + std::to_string(i), -1, asio::as_tuple(asio::deferred));
         co_await remove_dir(*ss[0], dir);
     }
     // The figures cover the contenders: the sampler stops before the sessions close (each close
