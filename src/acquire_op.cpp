@@ -42,11 +42,6 @@ std::shared_ptr<const std::string> default_owner_info()
     return info;
 }
 
-lock_kind kind_of(node_kind k) noexcept
-{
-    return k == node_kind::shared ? lock_kind::shared : k == node_kind::permit ? lock_kind::permit : lock_kind::exclusive;
-}
-
 queue_policy policy_of(const acquire_request& req)
 {
     queue_policy p = req.policy;

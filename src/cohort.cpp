@@ -42,8 +42,6 @@ namespace zklock::detail {
 
 namespace {
 
-lock_kind kind_of(node_kind k) noexcept { return k == node_kind::shared ? lock_kind::shared : lock_kind::exclusive; }
-
 std::string cohort_key(const acquire_request& req)
 {
     std::string key;

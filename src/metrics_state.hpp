@@ -5,6 +5,7 @@
 // erased when both reach 0, so it never grows beyond what the session is doing.
 #pragma once
 
+#include <zklock/detail/path.hpp>
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>
 
@@ -42,6 +43,12 @@ inline constexpr std::array<double, 19> duration_bounds{1e-4, 2e-4, 5e-4, 1e-3, 
 inline constexpr std::array<double, 16> size_bounds{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 
 enum class request_type : std::uint8_t { create, remove, exists, get_data, set_data, get_children, multi, count_ };
+
+/// The metrics' name for the kind of a queue node.
+inline lock_kind kind_of(node_kind k) noexcept
+{
+    return k == node_kind::shared ? lock_kind::shared : k == node_kind::permit ? lock_kind::permit : lock_kind::exclusive;
+}
 
 class metrics_state {
 public:
