@@ -22,6 +22,24 @@ using namespace zklock::test;
 
 namespace {
 
+// Makes `path` (and its parents) with acquire_fsm::min_queue_for_mark children that are not lock
+// nodes ("junk-<i>", made `mode`): they count in a listing's size (listing them costs the same), so
+// waiters on `path` read handoff marks instead of listing again. Returns how many it made.
+awaitable<std::size_t> make_long_listing(session& raw, const std::string& path, create_mode mode)
+{
+    for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {  // the path and its parents
+        auto [pec, pp, pst] = co_await raw.async_create(path.substr(0, slash), "", create_mode::persistent, tuple);
+        REQUIRE((!pec || pec == zk_errc::node_exists));
+        if (slash == std::string::npos) break;
+    }
+    const std::size_t n = detail::acquire_fsm::min_queue_for_mark;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto [jec, jp, jst] = co_await raw.async_create(path + "/junk-" + std::to_string(i), "", mode, tuple);
+        REQUIRE_FALSE(jec);
+    }
+    co_return n;
+}
+
 // What forked workers report to the test process, in memory shared across fork().
 struct shared_tally {
     std::atomic<int> holders{0};   // inside the critical section right now
@@ -209,18 +227,8 @@ TEST_CASE("handoff marks: an exclusive release marks the lock path, and a mark w
         checker chk;
         chk.expect_queue_order(path);
         mutex ma{a, path}, mb{b, path}, mc{c, path};
-        // A long listing (children that are not lock nodes count: listing them costs the same):
-        // a waiter whose predecessor leaves reads the mark rather than list again.
-        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {  // the path and its parents
-            auto [pec, pp, pst] = co_await raw.async_create(path.substr(0, slash), "", create_mode::persistent, tuple);
-            REQUIRE((!pec || pec == zk_errc::node_exists));
-            if (slash == std::string::npos) break;
-        }
-        for (std::size_t i = 0; i < detail::acquire_fsm::min_queue_for_mark; ++i) {
-            auto [jec, jp, jst] = co_await raw.async_create(path + "/junk-" + std::to_string(i), "", create_mode::persistent, tuple);
-            REQUIRE_FALSE(jec);
-        }
-        const std::size_t junk = detail::acquire_fsm::min_queue_for_mark;
+        // A long listing: a waiter whose predecessor leaves reads the mark rather than list again.
+        const std::size_t junk = co_await make_long_listing(raw, path, create_mode::persistent);
 
         // a holds; b and c queue. a was granted by a listing that showed nobody after it: it
         // deletes plainly (b saw it as the head). b was granted by a handoff: it marks, in the
@@ -440,17 +448,8 @@ TEST_CASE("look-ahead: a predecessor that leaves before the server reads our own
         const auto path = unique_path("lookahead-late-own");
         checker chk;
         chk.expect_queue_order(path);
-        // A long listing, so that waiters read the handoff mark (children that are not lock nodes count).
-        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-            auto [pec, pp, pst] = co_await raw.async_create(path.substr(0, slash), "", create_mode::persistent, tuple);
-            REQUIRE((!pec || pec == zk_errc::node_exists));
-            if (slash == std::string::npos) break;
-        }
-        const std::size_t junk = detail::acquire_fsm::min_queue_for_mark;
-        for (std::size_t i = 0; i < junk; ++i) {
-            auto [jec, jp, jst] = co_await raw.async_create(path + "/junk-" + std::to_string(i), "", create_mode::ephemeral, tuple);
-            REQUIRE_FALSE(jec);
-        }
+        // A long listing, so that waiters read the handoff mark.
+        const std::size_t junk = co_await make_long_listing(raw, path, create_mode::ephemeral);
         mutex ma{a, path}, mb{b, path}, mc{c, path}, md{d, path};
         struct waiter {
             lease l;
