@@ -311,6 +311,9 @@ asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n
 asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_ptr<run_state> st, int id, bool loop,
                                     std::int64_t hold_ns);
 asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c);
+/// W<N>'s write chain: n deletions, each made when the previous one's event arrives (drain_s,
+/// handoff_p50_us), on raw sessions set up before the clock starts.
+asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string& name, int sessions, int n);
 
 // ---- bench/scenarios.cpp: the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up
 
@@ -341,6 +344,9 @@ json::object base_object(const bench_ctx& c, const std::string& scenario, int se
 std::optional<double> floor_figure(const scenario_result& r, const scenario_result* floor, const std::string& n);
 json::object lock_object(const bench_ctx& c, const scenario_result& r, const scenario_result* floor,
                          const scenario_result* raw_floor = nullptr);
+/// W<N>'s "write_chain" object: the chain's figures, its drain against the raw floor's, the lock's against it.
+json::object write_chain_object(const scenario_result& lock, const scenario_result& raw_floor,
+                                const scenario_result& chain);
 json::object floor_object(const bench_ctx& c);
 std::string fmt(const json::value& v);
 void write_json(std::string& out, const json::value& v);

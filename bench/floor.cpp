@@ -203,3 +203,99 @@ asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c)
 }
 
 }  // namespace zklock_bench
+
+namespace zklock_bench {
+
+/// The write chain (W<N>): the least a drain of n can take when each handoff goes through the
+/// server as one write and one watch event, and nothing else: no listing, no look-ahead, no
+/// queueing. n nodes over `sessions` raw sessions, node i's deletion watched by node i+1's session,
+/// all set up before the clock starts; then node 0 is deleted, and each deletion event makes the
+/// next session delete its node. Any recipe's drain (a holder's release is a write the successor
+/// hears of by an event) costs at least this, plus its queueing.
+asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string& name, int sessions, int n)
+{
+    scenario_result r;
+    r.scenario = name;
+    r.floor = r.raw = true;
+    r.sessions = sessions;
+    r.contenders = n;
+    auto ex = co_await asio::this_coro::executor;
+    session_list ss = co_await connect_sessions(c, 1);
+    const std::string dir = c.root + "/write-chain-" + name + "-r" + std::to_string(c.run);
+    co_await ensure_path(*ss[0], dir);
+    raw_session_list raws = co_await connect_raw_sessions(c, sessions);
+    auto on = [&](int i) -> raw_session& { return *raws[static_cast<std::size_t>(i % sessions)]; };
+
+    // Set-up, untimed: each session creates its nodes, then watches its nodes' predecessors, one
+    // request after another (16 sessions in parallel).
+    std::vector<std::string> nodes(static_cast<std::size_t>(n));
+    std::vector<raw_session::watch> watches(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> t_event(static_cast<std::size_t>(n)), t_delete(static_cast<std::size_t>(n));
+    asio::steady_timer wake(ex);
+    int running = 0;
+    error_code first_ec;
+    auto done = [&](error_code ec) {
+        if (ec && !first_ec) first_ec = ec;
+        if (--running == 0) wake.cancel();
+    };
+    auto wait_all = [&](const char* what) -> asio::awaitable<void> {
+        wake.expires_after(std::chrono::seconds(60 + n / 100));
+        if (running > 0) co_await wake.async_wait(asio::as_tuple(asio::deferred));
+        if (running > 0) first_ec = asio::error::timed_out;
+        if (first_ec) throw boost::system::system_error(first_ec, std::string("write chain: ") + what);
+    };
+    for (int s = 0; s < sessions; ++s, ++running)
+        asio::co_spawn(ex, [&, s]() -> asio::awaitable<error_code> {
+            for (int i = s; i < n; i += sessions) {
+                auto cr = co_await on(i).async_create(dir + "/c-", c.node_data, asio::as_tuple(asio::deferred));
+                if (std::get<0>(cr)) co_return std::get<0>(cr);
+                nodes[static_cast<std::size_t>(i)] = std::move(std::get<1>(cr));
+            }
+            co_return error_code{};
+        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+    co_await wait_all("create");
+    for (int s = 0; s < sessions; ++s, ++running)
+        asio::co_spawn(ex, [&, s]() -> asio::awaitable<error_code> {
+            for (int i = s == 0 ? sessions : s; i < n; i += sessions) {
+                auto w = co_await on(i).async_watch_data(nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
+                if (std::get<0>(w)) co_return std::get<0>(w);
+                watches[static_cast<std::size_t>(i)] = std::move(std::get<1>(w));
+            }
+            co_return error_code{};
+        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+    co_await wait_all("watch");
+
+    // The chain, timed: node i's session deletes it when node i-1's deletion event arrives.
+    auto remove = [&](int i) -> asio::awaitable<error_code> {
+        t_delete[static_cast<std::size_t>(i)] = now_ns();
+        auto [ec] = co_await on(i).async_remove(nodes[static_cast<std::size_t>(i)], asio::as_tuple(asio::deferred));
+        co_return ec;
+    };
+    std::int64_t t_end = 0;
+    const std::int64_t t0 = now_ns();
+    for (int i = 0; i < n; ++i, ++running)
+        asio::co_spawn(ex, [&, i]() -> asio::awaitable<error_code> {
+            if (i > 0) {
+                auto ev = co_await watches[static_cast<std::size_t>(i)].async_wait(asio::as_tuple(asio::deferred));
+                t_event[static_cast<std::size_t>(i)] = now_ns();
+                if (std::get<0>(ev)) co_return std::get<0>(ev);
+            }
+            const error_code ec = co_await remove(i);
+            if (i == n - 1) t_end = now_ns();
+            co_return ec;
+        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+    co_await wait_all("chain");
+    for (auto& r : raws) r->close();
+    raws.clear();
+    co_await remove_dir(*ss[0], dir);
+
+    std::vector<double> h;
+    for (int i = 1; i < n; ++i)
+        h.push_back(static_cast<double>(t_event[static_cast<std::size_t>(i)] - t_delete[static_cast<std::size_t>(i - 1)]) / 1e3);
+    std::sort(h.begin(), h.end());
+    r.figs.add("drain_s", static_cast<double>(t_end - t0) / 1e9);
+    r.figs.add("handoff_p50_us", zklock_bench::percentile(h, 0.50));
+    co_return r;
+}
+
+}  // namespace zklock_bench

@@ -175,12 +175,16 @@ asio::awaitable<void> run_once(bench_ctx& c)
             floor.acqs.clear();
             floor.acqs.shrink_to_fit();
         }
-        scenario_result pingpong;
+        scenario_result pingpong, chain;
         if (name == "C64") {
             std::fprintf(stderr, "zklock_bench: run %d: floor ping-pong\n", c.run);
             pingpong = co_await floor_pingpong(c);
+        } else if (name[0] == 'W') {
+            std::fprintf(stderr, "zklock_bench: run %d: write chain for %s\n", c.run, name.c_str());
+            chain = co_await raw_write_chain(c, name, lock.sessions, lock.contenders);
         }
         json::object o = lock_object(c, lock, &floor, &raw_floor);
+        if (name[0] == 'W') o["write_chain"] = write_chain_object(lock, raw_floor, chain);
         emit(c, o);
         print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);
         write_plots(c, lock, &floor);

@@ -71,6 +71,20 @@ json::object lock_object(const bench_ctx& c, const scenario_result& r, const sce
 }
 
 
+json::object write_chain_object(const scenario_result& lock, const scenario_result& raw_floor,
+                                const scenario_result& chain)
+{
+    json::object o;
+    for (auto& [n, v] : chain.figs.list) o[n] = figure_value(n, v);
+    // The chain's drain against the raw floor's: the lowest drain_s_vs_raw_floor that a handoff
+    // through the server (one write, one event) leaves reachable, before any queueing.
+    o["drain_s_vs_raw_floor"] = ratio_value(*chain.figs.get("drain_s"), raw_floor.figs.get("drain_s"));
+    o["zklock_drain_s_vs_chain"] = ratio_value(*lock.figs.get("drain_s"), chain.figs.get("drain_s"));
+    o["zklock_handoff_p50_us_vs_chain"] = ratio_value(*lock.figs.get("handoff_p50_us"), chain.figs.get("handoff_p50_us"));
+    return o;
+}
+
+
 json::object floor_object(const bench_ctx& c)
 {
     int sessions = 0, contenders = 0;
@@ -173,6 +187,14 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
         std::printf("  %-*s %12s %12s %8s %12s %8s\n", width, n.c_str(), fmt(o.at(n)).c_str(),
                     rf ? fmt(figure_value(n, *rf)).c_str() : "-", fmt(o.at(n + "_vs_raw_floor")).c_str(),
                     f ? fmt(figure_value(n, *f)).c_str() : "-", fmt(o.at(n + "_vs_floor")).c_str());
+    }
+    if (auto* wc = o.if_contains("write_chain"); wc && wc->is_object()) {
+        const auto& w = wc->as_object();
+        std::printf("  write chain (one write and one event per handoff, set up untimed): drain_s %s (vs raw floor %s; "
+                    "zklock vs chain %s), handoff_p50_us %s (zklock vs chain %s)\n",
+                    fmt(w.at("drain_s")).c_str(), fmt(w.at("drain_s_vs_raw_floor")).c_str(),
+                    fmt(w.at("zklock_drain_s_vs_chain")).c_str(), fmt(w.at("handoff_p50_us")).c_str(),
+                    fmt(w.at("zklock_handoff_p50_us_vs_chain")).c_str());
     }
     if (pingpong) {
         for (const char* n : {"handoff_p50_us", "handoff_p99_us"}) {
