@@ -188,22 +188,20 @@ private:
                                                          self->s_->queue_size_hint(self->fsm_.dir())));
             });
             break;
-        case ak::arm:
-            // Our own node's watch goes first (if not set yet); one session's replies come in order,
-            // so a node already gone is reported (on_own_deleted) before the read's reply.
-            watch_own();
-            if (a.mark) {
-                s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
-                    self->check_own_watch_order();
-                    self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid, true));
-                });
-            } else {
-                s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
-                    if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
-                    self->run(self->fsm_.on_listed(ec, *l));
-                });
-            }
+        case ak::arm: {
+            // Sent from a posted handler, not here. The node ahead has just left, and in a
+            // draining queue the node we wait on was granted by that same deletion: its holder
+            // often runs on this thread, in this batch of replies, and (at hold 0) releases at
+            // once. Posting lets that release reach the server before our read: the read is off
+            // the handoff's path, where it cost W1000 about a fifth of each handoff. The fsm
+            // stays arming until the reply, so nothing is lost by waiting; a newer arm, or an fsm
+            // that left arming (finished, session lost), makes this one moot.
+            const auto seq = ++arm_seq_;
+            asio::post(s_->executor(), [self, a = std::move(a), seq] {
+                if (self->arm_seq_ == seq && self->fsm_.arming()) self->send_arm(a);
+            });
             break;
+        }
         case ak::wait_connected:
             s_->wait_connected(generation_, [self](error_code ec) {
                 self->run(ec ? self->fsm_.on_session_lost(ec) : self->fsm_.on_connected());
@@ -265,9 +263,9 @@ private:
     // When the fsm may grant without listing again (action::watch_own), a data watch on our own
     // node as well, set before the predecessor watch: if someone else deletes our node, the fsm
     // hears of it before any later deletion (one session's replies and events arrive in order), so
-    // a handoff can never grant a node that is gone. It costs one read, only for the waiter next
-    // to the head (a waiter deeper in the queue lists again anyway), and the lease takes the watch
-    // over on a grant, so it costs the holder nothing more.
+    // a handoff can never grant a node that is gone. It costs one read, for the waiter next to the
+    // head and for every look-ahead waiter (set with its first watch: acquire_fsm::evaluate_queue),
+    // and the lease takes the watch over on a grant, so it costs the holder nothing more.
     void watch_own()
     {
         if (own_watch_ || fsm_.own_node().empty()) return;
@@ -301,6 +299,27 @@ private:
             self->run(self->fsm_.on_own_watch(false));
             self->watch_own();
         });
+    }
+
+    // The look-ahead's arming requests (action::arm, posted: see run). Our own node's watch goes
+    // first if it is not set (it usually is: the fsm asks for it with the first watch); one
+    // session's replies come in order, so a node already gone is reported (on_own_deleted)
+    // before the read's reply.
+    void send_arm(const acquire_fsm::action& a)
+    {
+        auto self = shared_from_this();
+        watch_own();
+        if (a.mark) {
+            s_->get_data(a.path, nullptr, [self](error_code ec, std::string data, zklock::stat st) {
+                self->check_own_watch_order();
+                self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid, true));
+            });
+        } else {
+            s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
+                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                self->run(self->fsm_.on_listed(ec, *l));
+            });
+        }
     }
 
     // Look-ahead: a data watch on the node before the one we wait on (acquire_fsm::action::ahead).
@@ -398,6 +417,7 @@ private:
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
     std::shared_ptr<const on_queued_fn> on_queued_;  // lock_options::on_queued, if set (the lock's, shared)
+    std::uint32_t arm_seq_ = 0;  // counts action::arm; a posted arm sends only if it is the latest
     bool own_revoke_seen_ = false;
     bool in_initiation_ = false;
     bool waiting_session_ = false;

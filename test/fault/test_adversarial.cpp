@@ -366,18 +366,19 @@ TEST_CASE("look-ahead: a waiter armed while its predecessor holds is granted by 
         REQUIRE(co_await wait_children(raw, path, 3) == 3);
         auto kids = co_await nodes();
         REQUIRE(co_await wait_watched(fault_server(), kids[1]));  // c's watch on b
-        CHECK_FALSE(co_await wait_watched(fault_server(), kids[2], 300ms));  // c's own node: not yet
+        // c's own node: watched with its first watch, so that arming is one request.
+        CHECK(co_await wait_watched(fault_server(), kids[2]));
+        const auto c_lists = c.metrics().requests_of("get_children");
 
-        // a goes: b holds (a was the head of its listing); c arms: a watch on its own node, then a
-        // listing that shows b at the head.
+        // a goes: b holds (a was the head of its listing); c arms: one listing, which shows b at
+        // the head.
         chk.released(path, "a");
         co_await la.async_release();
         CHECK(co_await wait_until([&] { return wb.done; }, 10s));
         REQUIRE(wb.l.owns_lock());
-        REQUIRE(co_await wait_watched(fault_server(), kids[2]));
-        const auto c_lists = c.metrics().requests_of("get_children");
-        co_await sleep_for(300ms);  // the listing behind the own watch
-        CHECK(c.metrics().requests_of("get_children") == c_lists);  // sent with the own watch, answered
+        CHECK(co_await wait_until([&] { return c.metrics().requests_of("get_children") == c_lists + 1; }, 10s));
+        co_await sleep_for(300ms);  // its reply
+        CHECK(c.metrics().requests_of("get_children") == c_lists + 1);
         CHECK_FALSE(wc.done);
 
         // b goes: c holds with no request after b's deletion.
@@ -404,11 +405,14 @@ TEST_CASE("look-ahead: a waiter armed while its predecessor holds is granted by 
         REQUIRE(co_await wait_children(raw, path, 3) == 3);
         kids = co_await nodes();
         REQUIRE(co_await wait_watched(fault_server(), kids[1]));  // d's watch on b
+        REQUIRE(co_await wait_watched(fault_server(), kids[2]));  // d's own node
+        const auto d_lists = d.metrics().requests_of("get_children");
         chk.released(path, "c");
         co_await wc.l.async_release();
         CHECK(co_await wait_until([&] { return wb.done; }, 10s));
         REQUIRE(wb.l.owns_lock());
-        REQUIRE(co_await wait_watched(fault_server(), kids[2]));  // d armed (its own watch)
+        // d arms (its listing shows b at the head).
+        CHECK(co_await wait_until([&] { return d.metrics().requests_of("get_children") == d_lists + 1; }, 10s));
         co_await sleep_for(300ms);
         CHECK_FALSE(wd.done);
         auto [dec] = co_await raw.async_remove(kids[2], -1, tuple);

@@ -217,6 +217,8 @@ public:
     action on_session_lost(error_code ec);
 
     bool finished() const noexcept { return state_ == state::done; }
+    /// Between action::arm and the reply of its listing or mark read.
+    bool arming() const noexcept { return state_ == state::arming_list || state_ == state::arming_mark; }
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
     bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
