@@ -414,16 +414,17 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && policy_.kind != node_kind::permit;
         listed_size_ = r.size;
         // Our own node needs a watch only if this wait may end without any further request (a
-        // mark read checks our node in the same round trip). A look-ahead's wait may: its own
-        // watch goes out now, with the first watch, so that arming (when the node ahead leaves,
-        // in the middle of a handoff) is one request, not two.
+        // mark read checks our node in the same round trip). A look-ahead's wait may: in a queue
+        // of up to max_queue_for_early_own_watch its own watch goes out now, with the first watch,
+        // so that arming (when the node ahead leaves, in the middle of a handoff) is one request,
+        // not two; in a longer one arming sets it.
         own_watched_ = watched_clear_;
         ahead_.clear();
         if (!watched_clear_ && !r.ahead.empty() && policy_.kind == node_kind::exclusive &&
             r.size <= max_queue_for_lookahead) {
             ahead_ = join_path(*dir_, r.ahead);
             ahead_kind_ = r.ahead_kind;
-            own_watched_ = true;
+            own_watched_ = r.size <= max_queue_for_early_own_watch;
         }
         a = watch();
     }

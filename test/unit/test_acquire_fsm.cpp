@@ -550,6 +550,23 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
         CHECK(f.fast_handoff());
         CHECK(f.mark_on_release());
     }
+    SUBCASE("in a queue longer than max_queue_for_early_own_watch, the own watch waits for the arming")
+    {
+        std::vector<std::string> q{name(2, 1), name(3, 4), name(me, 7)};
+        for (int i = 0; q.size() <= acquire_fsm::max_queue_for_early_own_watch; ++i) q.push_back(name(100 + i, 10 + i));
+        acquire_fsm f(dir, {}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7), 1, ok, q);
+        REQUIRE(a.kind == ak::watch);
+        CHECK(a.path == path(3, 4));
+        CHECK_FALSE(a.watch_own);  // memory: a watch held for the whole wait in a long queue
+        auto w = f.on_watch_set(ok);
+        CHECK(w.ahead == path(2, 1));  // the look-ahead still runs
+        q.pop_back();
+        auto shorter = acquire_fsm(dir, {}, me, false);
+        shorter.start();
+        CHECK(shorter.on_create(ok, path(me, 7), 1, ok, q).watch_own);  // at the limit: with the first watch
+    }
     SUBCASE("armed, then our own node is deleted: lock_lost (the own watch was set before the listing)")
     {
         auto f = waiting();
