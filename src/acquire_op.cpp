@@ -417,12 +417,15 @@ private:
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
     std::shared_ptr<const on_queued_fn> on_queued_;  // lock_options::on_queued, if set (the lock's, shared)
-    std::uint32_t arm_seq_ = 0;  // counts action::arm; a posted arm sends only if it is the latest
     bool own_revoke_seen_ = false;
     bool in_initiation_ = false;
     bool waiting_session_ = false;
     bool waited_ = false;  // waited for a watched node to go: a grant is a handoff (metrics)
     bool internal_;        // a cohort's own acquire (acquire_request::internal)
+    // Counts action::arm; a posted arm sends only if it is the latest (it wraps: a posted arm
+    // runs within the same turn of the executor, long before 65536 more). Last, in the bools'
+    // padding: W10000 holds 10 000 of these.
+    std::uint16_t arm_seq_ = 0;
 };
 
 }  // namespace
