@@ -202,10 +202,6 @@ asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c)
     co_return r;
 }
 
-}  // namespace zklock_bench
-
-namespace zklock_bench {
-
 /// The write chain (W<N>): the least a drain of n can take when each handoff goes through the
 /// server as one write and one watch event, and nothing else: no listing, no look-ahead, no
 /// queueing. n nodes over `sessions` raw sessions, node i's deletion watched by node i+1's session,
@@ -223,77 +219,85 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
     session_list ss = co_await connect_sessions(c, 1);
     const std::string dir = c.root + "/write-chain-" + name + "-r" + std::to_string(c.run);
     co_await ensure_path(*ss[0], dir);
-    raw_session_list raws = co_await connect_raw_sessions(c, sessions);
-    auto on = [&](int i) -> raw_session& { return *raws[static_cast<std::size_t>(i % sessions)]; };
+    // Shared with the coroutines below, which may outlive this one if it gives up (timeout).
+    struct chain_state {
+        explicit chain_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
+        raw_session_list raws;
+        std::vector<std::string> nodes;
+        std::vector<raw_session::watch> watches;
+        std::vector<std::int64_t> t_event, t_delete;
+        std::int64_t t_end = 0;
+        asio::steady_timer wake;
+        int running = 0;
+        error_code first_ec;
+        raw_session& on(int i) { return *raws[static_cast<std::size_t>(i) % raws.size()]; }
+        void done(error_code ec)
+        {
+            if (ec && !first_ec) first_ec = ec;
+            if (--running == 0) wake.cancel();
+        }
+    };
+    auto st = std::make_shared<chain_state>(ex);
+    st->raws = co_await connect_raw_sessions(c, sessions);
+    const auto un = static_cast<std::size_t>(n);
+    st->nodes.resize(un);
+    st->watches.resize(un);
+    st->t_event.resize(un);
+    st->t_delete.resize(un);
+    auto done = [st](std::exception_ptr, error_code ec) { st->done(ec); };
+    auto wait_all = [&](const char* what) -> asio::awaitable<void> {
+        st->wake.expires_after(std::chrono::seconds(60 + n / 100));
+        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+        if (st->running > 0) st->first_ec = asio::error::timed_out;
+        if (st->first_ec) throw boost::system::system_error(st->first_ec, std::string("write chain: ") + what);
+    };
 
     // Set-up, untimed: each session creates its nodes, then watches its nodes' predecessors, one
-    // request after another (16 sessions in parallel).
-    std::vector<std::string> nodes(static_cast<std::size_t>(n));
-    std::vector<raw_session::watch> watches(static_cast<std::size_t>(n));
-    std::vector<std::int64_t> t_event(static_cast<std::size_t>(n)), t_delete(static_cast<std::size_t>(n));
-    asio::steady_timer wake(ex);
-    int running = 0;
-    error_code first_ec;
-    auto done = [&](error_code ec) {
-        if (ec && !first_ec) first_ec = ec;
-        if (--running == 0) wake.cancel();
-    };
-    auto wait_all = [&](const char* what) -> asio::awaitable<void> {
-        wake.expires_after(std::chrono::seconds(60 + n / 100));
-        if (running > 0) co_await wake.async_wait(asio::as_tuple(asio::deferred));
-        if (running > 0) first_ec = asio::error::timed_out;
-        if (first_ec) throw boost::system::system_error(first_ec, std::string("write chain: ") + what);
-    };
-    for (int s = 0; s < sessions; ++s, ++running)
-        asio::co_spawn(ex, [&, s]() -> asio::awaitable<error_code> {
+    // request after another (the sessions in parallel).
+    for (int s = 0; s < sessions; ++s, ++st->running)
+        asio::co_spawn(ex, [st, s, n, sessions, path = dir + "/c-", data = c.node_data]() -> asio::awaitable<error_code> {
             for (int i = s; i < n; i += sessions) {
-                auto cr = co_await on(i).async_create(dir + "/c-", c.node_data, asio::as_tuple(asio::deferred));
+                auto cr = co_await st->on(i).async_create(path, data, asio::as_tuple(asio::deferred));
                 if (std::get<0>(cr)) co_return std::get<0>(cr);
-                nodes[static_cast<std::size_t>(i)] = std::move(std::get<1>(cr));
+                st->nodes[static_cast<std::size_t>(i)] = std::move(std::get<1>(cr));
             }
             co_return error_code{};
-        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+        }, done);
     co_await wait_all("create");
-    for (int s = 0; s < sessions; ++s, ++running)
-        asio::co_spawn(ex, [&, s]() -> asio::awaitable<error_code> {
+    for (int s = 0; s < sessions; ++s, ++st->running)
+        asio::co_spawn(ex, [st, s, n, sessions]() -> asio::awaitable<error_code> {
             for (int i = s == 0 ? sessions : s; i < n; i += sessions) {
-                auto w = co_await on(i).async_watch_data(nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
+                auto w = co_await st->on(i).async_watch_data(st->nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
                 if (std::get<0>(w)) co_return std::get<0>(w);
-                watches[static_cast<std::size_t>(i)] = std::move(std::get<1>(w));
+                st->watches[static_cast<std::size_t>(i)] = std::move(std::get<1>(w));
             }
             co_return error_code{};
-        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+        }, done);
     co_await wait_all("watch");
 
     // The chain, timed: node i's session deletes it when node i-1's deletion event arrives.
-    auto remove = [&](int i) -> asio::awaitable<error_code> {
-        t_delete[static_cast<std::size_t>(i)] = now_ns();
-        auto [ec] = co_await on(i).async_remove(nodes[static_cast<std::size_t>(i)], asio::as_tuple(asio::deferred));
-        co_return ec;
-    };
-    std::int64_t t_end = 0;
     const std::int64_t t0 = now_ns();
-    for (int i = 0; i < n; ++i, ++running)
-        asio::co_spawn(ex, [&, i]() -> asio::awaitable<error_code> {
+    for (int i = 0; i < n; ++i, ++st->running)
+        asio::co_spawn(ex, [st, i, n]() -> asio::awaitable<error_code> {
+            const auto ui = static_cast<std::size_t>(i);
             if (i > 0) {
-                auto ev = co_await watches[static_cast<std::size_t>(i)].async_wait(asio::as_tuple(asio::deferred));
-                t_event[static_cast<std::size_t>(i)] = now_ns();
+                auto ev = co_await st->watches[ui].async_wait(asio::as_tuple(asio::deferred));
+                st->t_event[ui] = now_ns();
                 if (std::get<0>(ev)) co_return std::get<0>(ev);
             }
-            const error_code ec = co_await remove(i);
-            if (i == n - 1) t_end = now_ns();
+            st->t_delete[ui] = now_ns();
+            auto [ec] = co_await st->on(i).async_remove(st->nodes[ui], asio::as_tuple(asio::deferred));
+            if (i == n - 1) st->t_end = now_ns();
             co_return ec;
-        }, [&](std::exception_ptr, error_code ec) { done(ec); });
+        }, done);
     co_await wait_all("chain");
-    for (auto& r : raws) r->close();
-    raws.clear();
+    for (auto& s : st->raws) s->close();
     co_await remove_dir(*ss[0], dir);
 
     std::vector<double> h;
-    for (int i = 1; i < n; ++i)
-        h.push_back(static_cast<double>(t_event[static_cast<std::size_t>(i)] - t_delete[static_cast<std::size_t>(i - 1)]) / 1e3);
+    for (std::size_t i = 1; i < un; ++i) h.push_back(static_cast<double>(st->t_event[i] - st->t_delete[i - 1]) / 1e3);
     std::sort(h.begin(), h.end());
-    r.figs.add("drain_s", static_cast<double>(t_end - t0) / 1e9);
+    r.figs.add("drain_s", static_cast<double>(st->t_end - t0) / 1e9);
     r.figs.add("handoff_p50_us", zklock_bench::percentile(h, 0.50));
     co_return r;
 }

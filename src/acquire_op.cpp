@@ -192,8 +192,9 @@ private:
             // Sent from a posted handler, not here. The node ahead has just left, and in a
             // draining queue the node we wait on was granted by that same deletion: its holder
             // often runs on this thread, in this batch of replies, and (at hold 0) releases at
-            // once. Posting lets that release reach the server before our read: the read is off
-            // the handoff's path, where it cost W1000 about a fifth of each handoff. The fsm
+            // once. Posting lets that release reach the server before our read, off the handoff's
+            // path (with the own watch set early, one request: bench W1000's handoff p50 went from
+            // ~396 to ~318 µs; bench/README, item 11). The fsm
             // stays arming until the reply, so nothing is lost by waiting; a newer arm, or an fsm
             // that left arming (finished, session lost), makes this one moot.
             const auto seq = ++arm_seq_;
