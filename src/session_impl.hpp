@@ -169,6 +169,7 @@ private:
     void update_fd(int fd);
     void arm_timer(clock::time_point when);
     void release_io();
+    void drop_write_registration();
     zhandle_t* detach_handle();
 
     asio::any_io_executor ex_;
@@ -184,6 +185,7 @@ private:
     std::uint64_t io_gen_ = 0;
     bool reading_ = false;
     bool writing_ = false;
+    bool out_registered_ = false;  // a write wait was started on desc_'s registration (see drop_write_registration)
     asio::steady_timer timer_;
     bool timer_waiting_ = false;
     clock::time_point timer_deadline_{};

@@ -16,6 +16,7 @@ void session_impl::drive()
     struct timeval tv {};
     int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
     update_fd(rc == ZOK ? fd : -1);
+    if (fd_ != -1 && out_registered_ && !writing_ && !(interest & ZOOKEEPER_WRITE)) drop_write_registration();
     if (fd_ != -1) {
         auto self = shared_from_this();
         const auto gen = io_gen_;
@@ -29,6 +30,7 @@ void session_impl::drive()
         }
         if ((interest & ZOOKEEPER_WRITE) && !writing_) {
             writing_ = true;
+            out_registered_ = true;
             desc_.async_wait(asio::posix::descriptor_base::wait_write, [self, gen](error_code ec) {
                 if (gen != self->io_gen_) return;
                 self->writing_ = false;
@@ -67,7 +69,7 @@ void session_impl::update_fd(int fd)
     if (fd == fd_ && ino == fd_inode_) return;
     ++io_gen_;
     if (desc_.is_open()) desc_.release();
-    reading_ = writing_ = false;
+    reading_ = writing_ = out_registered_ = false;
     fd_ = fd;
     fd_inode_ = ino;
     if (fd != -1) {
@@ -78,6 +80,22 @@ void session_impl::update_fd(int fd)
         desc_.assign(fd, ec);
         if (ec) fd_ = -1;
     }
+}
+
+// Asio's epoll reactor keeps EPOLLOUT registered for a descriptor once a write wait was started
+// on it, and re-arms the registration (EPOLL_CTL_MOD) with every new wait: the socket, writable
+// nearly always, then wakes the reactor for nothing after every read. The C client writes its
+// requests as they are made and asks to wait for writing only while it connects or its socket's
+// buffer is full: once that is over, the descriptor is registered anew, for reading only.
+void session_impl::drop_write_registration()
+{
+    ++io_gen_;
+    desc_.release();
+    reading_ = false;
+    out_registered_ = false;
+    error_code ec;
+    desc_.assign(fd_, ec);
+    if (ec) fd_ = -1;
 }
 
 void session_impl::arm_timer(clock::time_point when)
@@ -168,7 +186,7 @@ void session_impl::release_io()
     fd_ = -1;
     fd_inode_ = 0;
     fd_settled_ = false;
-    reading_ = writing_ = false;
+    reading_ = writing_ = out_registered_ = false;
     timer_.cancel();
     timer_waiting_ = false;
 }

@@ -236,3 +236,40 @@ TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets
         CHECK(again.fencing_token() > next.fencing_token());
     });
 }
+
+TEST_CASE("a burst larger than the socket's send buffer: every request is answered, and replies and events still come after it")
+{
+    // The C client writes requests as they are made; only while its socket's buffer is full does the
+    // session wait for the socket to become writable, and after that it registers the socket for
+    // reading only again (session_io.cpp, drop_write_registration). Both must lose nothing.
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        session s{exec, config_for(shared_server().connect_string())};
+        session other{exec, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        co_await connect(other);
+        const auto dir = unique_path("burst");
+        co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        co_await s.async_create(dir, "", create_mode::persistent);
+        const std::string big(64 * 1024, 'x');
+        constexpr int n = 96;  // 6 MB: more than a loopback socket buffers
+        int answered = 0, failed = 0;
+        for (int i = 0; i < n; ++i)
+            s.async_set_data(dir, big, -1, [&](error_code ec, zklock::stat) {
+                ++answered;
+                if (ec) ++failed;
+            });
+        for (int i = 0; i < 3000 && answered < n; ++i) co_await sleep_for(10ms);
+        CHECK(answered == n);
+        CHECK(failed == 0);
+        auto [data, st] = co_await s.async_get_data(dir, asio::deferred);
+        CHECK(data.size() == big.size());
+        CHECK(st.version == n);
+        auto [d, st2, w] = co_await s.async_watch_data(dir, asio::deferred);
+        co_await other.async_set_data(dir, "small");
+        auto ev = co_await w.async_wait();
+        CHECK(ev.type == watch_event_type::changed);
+        co_await other.async_close();
+        co_await s.async_remove(dir);
+    });
+}
