@@ -55,6 +55,19 @@ TEST_CASE("session requests: create, exists, data, children, multi, remove")
     });
 }
 
+namespace {
+
+// A fresh persistent directory under /zklock-test, for one test's nodes.
+awaitable<std::string> make_test_dir(session& s, const std::string& name)
+{
+    auto dir = unique_path(name);
+    co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+    co_await s.async_create(dir, "", create_mode::persistent);
+    co_return dir;
+}
+
+}  // namespace
+
 TEST_CASE("watches fire once with the right event")
 {
     run([]() -> awaitable<void> {
@@ -63,9 +76,7 @@ TEST_CASE("watches fire once with the right event")
         session other{exec, config_for(shared_server().connect_string())};
         co_await connect(s);
         co_await connect(other);
-        const auto dir = unique_path("watches");
-        co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
-        co_await s.async_create(dir, "", create_mode::persistent);
+        const auto dir = co_await make_test_dir(s, "watches");
 
         auto [d, st, w] = co_await s.async_watch_data(dir, asio::deferred);
         auto [kids, cw] = co_await s.async_watch_children(dir, asio::deferred);
@@ -248,9 +259,7 @@ TEST_CASE("a burst larger than the socket's send buffer: every request is answer
         session other{exec, config_for(shared_server().connect_string())};
         co_await connect(s);
         co_await connect(other);
-        const auto dir = unique_path("burst");
-        co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
-        co_await s.async_create(dir, "", create_mode::persistent);
+        const auto dir = co_await make_test_dir(s, "burst");
         const std::string big(64 * 1024, 'x');
         constexpr int n = 96;  // 6 MB: more than a loopback socket buffers
         int answered = 0, failed = 0;
