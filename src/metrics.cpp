@@ -26,7 +26,9 @@ template <std::size_t N> histogram_snapshot fixed_histogram<N>::snapshot() const
 void metrics_state::acquire_started(lock_kind k, const std::string& path)
 {
     ++counters(k).started;
+    const bool was = engaged();
     ++paths_[path].waiters;
+    engagement_changed(was);
 }
 
 void metrics_state::release_gauge(std::unordered_map<std::string, gauges>::iterator it)
@@ -38,6 +40,7 @@ void metrics_state::acquire_finished(lock_kind k, const std::string& path, error
                                      bool handoff, bool with_listing)
 {
     auto& c = counters(k);
+    const bool was = engaged();
     auto it = paths_.find(path);
     if (it != paths_.end() && it->second.waiters > 0) --it->second.waiters;
     if (!ec) {
@@ -46,9 +49,11 @@ void metrics_state::acquire_finished(lock_kind k, const std::string& path, error
         if (handoff) ++(with_listing ? handoffs_listed_ : handoffs_unlisted_);
         if (it == paths_.end()) it = paths_.try_emplace(path).first;
         ++it->second.holders;
+        engagement_changed(was);
         return;
     }
     if (it != paths_.end()) release_gauge(it);
+    engagement_changed(was);
     if (ec == errc::timeout) ++c.timed_out;
     else if (ec == boost::asio::error::operation_aborted) ++c.cancelled;
     else {
@@ -65,10 +70,12 @@ void metrics_state::lease_ended(const std::string& path, clock::duration held, e
     if (lost_reason == errc::lock_lost) ++lost_deleted_;
     else if (lost_reason == errc::session_expired) ++lost_expired_;
     else if (lost_reason) ++lost_closed_;
+    const bool was = engaged();
     if (auto it = paths_.find(path); it != paths_.end()) {
         if (it->second.holders > 0) --it->second.holders;
         release_gauge(it);
     }
+    engagement_changed(was);
 }
 
 namespace {
@@ -107,7 +114,7 @@ std::string error_name(error_code ec)
     return cat + "_" + (ec.value() < 0 ? "minus" + std::to_string(-ec.value()) : std::to_string(ec.value()));
 }
 
-constexpr const char* request_names[] = {"create", "delete", "exists", "get_data", "set_data", "get_children", "multi"};
+constexpr const char* request_names[] = {"create", "delete", "exists", "get_data", "set_data", "get_children", "multi", "sync"};
 
 }  // namespace
 
@@ -302,7 +309,7 @@ std::string to_prometheus(const session_list& sessions)
     r.family("zklock_session_expiries_total", "counter", "ZooKeeper sessions the server reported expired.",
              [&](const snap& m, const labs& l) { r.sample("zklock_session_expiries_total", label_set(l), m.session_expiries); });
     r.family("zklock_session_presumed_expiries_total", "counter",
-             "Sessions presumed expired by the client-side timer (cut off for nearly the session timeout).",
+             "Sessions presumed expired client-side (the leader unconfirmed for half the session timeout, or cut off).",
              [&](const snap& m, const labs& l) {
                  r.sample("zklock_session_presumed_expiries_total", label_set(l), m.presumed_expiries);
              });

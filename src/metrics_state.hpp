@@ -6,6 +6,7 @@
 #pragma once
 
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/unique_function.hpp>
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>
 
@@ -42,7 +43,7 @@ inline constexpr std::array<double, 19> duration_bounds{1e-4, 2e-4, 5e-4, 1e-3, 
 /// 1-2-5 steps from 1 to 100 000 children: listing sizes.
 inline constexpr std::array<double, 16> size_bounds{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 
-enum class request_type : std::uint8_t { create, remove, exists, get_data, set_data, get_children, multi, count_ };
+enum class request_type : std::uint8_t { create, remove, exists, get_data, set_data, get_children, multi, sync, count_ };
 
 /// The metrics' name for the kind of a queue node.
 inline lock_kind kind_of(node_kind k) noexcept
@@ -72,6 +73,11 @@ public:
     void expiry() noexcept { ++expiries_; }
     void presumed_expiry() noexcept { ++presumed_expiries_; }
 
+    /// Whether some path has waiters or holders now.
+    bool engaged() const noexcept { return !paths_.empty(); }
+    /// Called with engaged() each time it changes (the session probes its leader while engaged).
+    void on_engagement_change(unique_function<void(bool)> f) { on_engaged_ = std::move(f); }
+
     metrics_snapshot snapshot() const;
 
 private:
@@ -84,6 +90,10 @@ private:
         return k == lock_kind::exclusive ? exclusive_ : k == lock_kind::shared ? shared_ : permit_;
     }
     void release_gauge(std::unordered_map<std::string, gauges>::iterator it);
+    void engagement_changed(bool was)
+    {
+        if (was != engaged() && on_engaged_) on_engaged_(engaged());
+    }
 
     acquire_counters exclusive_, shared_, permit_;
     std::vector<std::pair<error_code, std::uint64_t>> failed_;  // few distinct errors: a vector
@@ -96,6 +106,7 @@ private:
     std::uint64_t reconnects_ = 0, expiries_ = 0, presumed_expiries_ = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(request_type::count_)> requests_{};
     std::unordered_map<std::string, gauges> paths_;
+    unique_function<void(bool)> on_engaged_;
 };
 
 }  // namespace zklock::detail

@@ -1,5 +1,7 @@
 #include "session_fsm.hpp"
 
+#include <algorithm>
+
 namespace zklock::detail {
 
 std::optional<error_code> session_fsm::check_connected(std::uint64_t generation) const noexcept
@@ -32,15 +34,21 @@ session_effects session_fsm::on_connected(std::int64_t session_id, std::chrono::
         ++generation_;
         session_id_ = session_id;
         new_session = true;
+        // A new session was just created by the leader: its liveness starts now, and what was
+        // presumed of the old one does not carry over.
+        confirmed_ = std::max(confirmed_, now);
+        doubtful_ = presumed_ = false;
     }
     negotiated_ = negotiated;
     last_heard_ = now;
+    // Unengaged, only the connection rule presumes, and a new connection is new evidence for it.
+    if (!engaged_) presumed_ = false;
     auto e = enter(session_state::connected);
     e.state_changed = e.state_changed || new_session;  // observers learn of a new generation too
     e.cancel_connect_timer = true;
-    e.cancel_presume = true;
     e.connects = error_code();
     e.settle_waiters = true;
+    rearm(e);
     return e;
 }
 
@@ -52,18 +60,86 @@ session_effects session_fsm::on_connection_lost()
     // that while cut off, so we presume it (as Curator does) and tell the observers: a holder must
     // not go on believing it holds the lock. Our clock starts at the last bytes we received; the
     // server's started when it received what they answer, a round trip (and any server delay)
-    // earlier, so a timer of one full timeout fires late on a slow link (fault test 4b saw the next
-    // holder granted 30 ms before this one was told, over a 100 ms round trip). Fire a tenth of the
-    // timeout early: the holder is told before the server acts unless that delay exceeds it.
-    const auto timeout = negotiated_.count() > 0 ? negotiated_ : requested_timeout_;
-    e.presume_at = last_heard_ + timeout - timeout / 10;
+    // earlier, so a timer of one full timeout fires late on a slow link. Fire a tenth of the
+    // timeout early. While engaged, the leader's evidence (rearm) is what counts, and it comes
+    // earlier: this rule covers a session nothing depends on.
+    rearm(e);
     return e;
 }
 
-session_effects session_fsm::on_presume_timer()
+std::optional<session_fsm::clock::time_point> session_fsm::doubt_at() const
+{
+    if (!engaged_ || doubtful_ || presumed_) return std::nullopt;
+    if (state_ != session_state::connected && state_ != session_state::suspended) return std::nullopt;
+    return confirmed_ + timeout() / 3;
+}
+
+std::optional<session_fsm::clock::time_point> session_fsm::presume_deadline() const
+{
+    if (presumed_) return std::nullopt;
+    std::optional<clock::time_point> d;
+    const auto t = timeout();
+    if (state_ == session_state::suspended) d = last_heard_ + t - t / 10;
+    if (engaged_ && (state_ == session_state::connected || state_ == session_state::suspended)) {
+        const auto by_leader = confirmed_ + t / 2;
+        d = d ? std::min(*d, by_leader) : by_leader;
+    }
+    return d;
+}
+
+void session_fsm::rearm(session_effects& e) const
+{
+    auto d = doubt_at();
+    if (auto p = presume_deadline()) d = d ? std::min(*d, *p) : *p;
+    if (d) e.presume_at = *d;
+    else e.cancel_presume = true;
+}
+
+session_effects session_fsm::on_engaged(bool engaged, clock::time_point now)
 {
     session_effects e;
-    e.presumed_expired = state_ == session_state::suspended;
+    if (engaged == engaged_) return e;
+    engaged_ = engaged;
+    if (engaged) {
+        confirmed_ = std::max(confirmed_, now);
+        presumed_ = false;
+    }
+    if (doubtful_) {
+        doubtful_ = false;
+        e.observers_changed = state_ == session_state::connected;
+    }
+    rearm(e);
+    return e;
+}
+
+session_effects session_fsm::on_leader_confirmed(clock::time_point sent, clock::time_point now)
+{
+    session_effects e;
+    if (sent <= confirmed_) return e;
+    confirmed_ = sent;
+    const auto t = timeout();
+    // Evidence that is already too old to stop a presumption does not undo one.
+    if (presumed_ && now < confirmed_ + t / 2) presumed_ = false;
+    if (doubtful_ && !presumed_ && now < confirmed_ + t / 3) {
+        doubtful_ = false;
+        e.observers_changed = state_ == session_state::connected;
+    }
+    rearm(e);
+    return e;
+}
+
+session_effects session_fsm::on_presume_timer(clock::time_point now)
+{
+    session_effects e;
+    if (auto d = doubt_at(); d && now >= *d) {
+        doubtful_ = true;
+        e.observers_changed = state_ == session_state::connected;
+    }
+    if (auto d = presume_deadline(); d && now >= *d) {
+        presumed_ = true;
+        e.presumed_expired = true;
+    }
+    rearm(e);
     return e;
 }
 

@@ -11,6 +11,14 @@
 //
 // The generation counts ZooKeeper sessions: it grows each time we connect with a session id we
 // did not have before, so "connected within generation g" means "our ephemeral nodes of g exist".
+//
+// Liveness while engaged (an acquire waits or a lease is held): the evidence that the *leader*
+// still counts the session alive is the send time t of the latest request only the leader
+// answers (a sync or a write) that was answered. The leader cannot expire the session before
+// t + T - P - I (T the session timeout, P the longest gap between our requests, I the gap between
+// the leader's pings of our server; docs/liveness.md). The driver keeps P <= T/6 while engaged;
+// the fsm makes observers see the session suspended ("doubtful") from t + T/3 and presumes it
+// expired at t + T/2, whatever the connection to our own server looks like.
 #pragma once
 
 #include <zklock/error.hpp>
@@ -40,6 +48,8 @@ struct session_effects {
     std::optional<std::chrono::steady_clock::time_point> presume_at;
     bool cancel_presume = false;
     bool presumed_expired = false;   ///< tell the observers: the server has presumably expired us
+    /// Tell the observers observed_state() (a doubt began or ended; the state itself did not change).
+    bool observers_changed = false;
 };
 
 class session_fsm {
@@ -68,14 +78,31 @@ public:
     /// Bytes from the server reached us (the presumed expiry counts from the last ones).
     void on_heard(clock::time_point now) noexcept { last_heard_ = now; }
 
+    /// What observers are told: suspended while connected but doubtful (the leader has not
+    /// confirmed the session for T/3 while engaged), else state().
+    session_state observed_state() const noexcept
+    {
+        return state_ == session_state::connected && doubtful_ ? session_state::suspended : state_;
+    }
+    bool engaged() const noexcept { return engaged_; }
+    /// Something depends on the session now (an acquire waits, a lease is held), or nothing does.
+    /// Becoming engaged starts the evidence clock at `now` at the latest: every grant of this
+    /// engagement follows a write of its own sent after `now` and applied by the leader.
+    session_effects on_engaged(bool engaged, clock::time_point now);
+    /// A request only the leader answers (a sync or a write), sent at `sent`, was answered.
+    session_effects on_leader_confirmed(clock::time_point sent, clock::time_point now);
+    /// How often the driver must send a request to the leader while engaged (a sync when no write
+    /// went out meanwhile): T/6.
+    clock::duration probe_interval() const noexcept { return timeout() / 6; }
+
     /// A C handle was started (connect, or a fresh one after an expiry).
     session_effects on_handle_started();
     /// The C client reports a (re)connection with this session id and negotiated timeout.
     session_effects on_connected(std::int64_t session_id, std::chrono::milliseconds negotiated, clock::time_point now);
     /// The connection was lost while connected (the session may live on).
     session_effects on_connection_lost();
-    /// The presumed-expiry timer fired.
-    session_effects on_presume_timer();
+    /// The presumed-expiry timer fired (it also marks the start of a doubt).
+    session_effects on_presume_timer(clock::time_point now);
     /// The server says the session expired.
     session_effects on_expired();
     /// The server refused our credentials.
@@ -90,6 +117,14 @@ public:
 private:
     session_effects enter(session_state s);
     session_effects abandon_attempt();
+    std::chrono::milliseconds timeout() const noexcept
+    {
+        return negotiated_.count() > 0 ? negotiated_ : requested_timeout_;
+    }
+    /// Sets e.presume_at to the next doubt or presumption due, or e.cancel_presume.
+    void rearm(session_effects& e) const;
+    std::optional<clock::time_point> doubt_at() const;
+    std::optional<clock::time_point> presume_deadline() const;
 
     std::chrono::milliseconds requested_timeout_;
     bool reconnect_on_expiry_;
@@ -98,6 +133,10 @@ private:
     std::int64_t session_id_ = 0;
     std::chrono::milliseconds negotiated_{0};
     clock::time_point last_heard_{};
+    bool engaged_ = false;
+    clock::time_point confirmed_{};  // send time of the latest answered leader request (or the engagement's start)
+    bool doubtful_ = false;          // engaged, and unconfirmed for T/3
+    bool presumed_ = false;          // presumed expired on the evidence we have; cleared by newer evidence
 };
 
 }  // namespace zklock::detail

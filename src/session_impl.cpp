@@ -20,12 +20,23 @@ namespace zklock::detail {
 
 session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
     : ex_(std::move(ex)), cfg_(std::move(cfg)), fsm_(cfg_.session_timeout, cfg_.reconnect_on_expiry),
-      desc_(ex_), timer_(ex_), connect_timer_(ex_), presume_timer_(ex_),
+      desc_(ex_), timer_(ex_), connect_timer_(ex_), presume_timer_(ex_), probe_timer_(ex_),
       // After the I/O objects above, which register the reactor: an execution context shuts its
       // services down newest first, so the close thread is joined before the reactor destroys the
       // waits still pending (a close's wait holds the results of the C callbacks).
       closer_(asio::use_service<close_service>(asio::query(ex_, asio::execution::context)))
 {
+    // The hook runs inside a recipe's step: its effects are applied from a posted handler, but the
+    // evidence clock starts now (session_fsm::on_engaged).
+    metrics_.on_engagement_change([this](bool engaged) {
+        auto e = fsm_.on_engaged(engaged, clock::now());
+        asio::post(ex_, [w = weak_from_this(), e, engaged] {
+            if (auto self = w.lock()) {
+                self->apply(e);
+                self->on_engagement(engaged);
+            }
+        });
+    });
 }
 
 session_impl::~session_impl()
@@ -77,13 +88,22 @@ void session_impl::apply(const session_effects& e)
 {
     // State first, then the upcalls: a handler may run inline and look at state().
     if (e.cancel_connect_timer) connect_timer_.cancel();
-    if (e.cancel_presume) presume_timer_.cancel();
-    if (e.presume_at) {
+    if (e.cancel_presume) {
+        presume_timer_.cancel();
+        presume_armed_.reset();
+    }
+    // A later deadline waits for the armed one, which asks the fsm again: evidence arrives with
+    // every write, and moving the timer for each would cost a timer operation per reply.
+    if (e.presume_at && (!presume_armed_ || *e.presume_at < *presume_armed_)) {
+        presume_armed_ = *e.presume_at;
         presume_timer_.expires_at(*e.presume_at);
         presume_timer_.async_wait([self = shared_from_this()](error_code ec) {
-            if (!ec) self->apply(self->fsm_.on_presume_timer());
+            if (ec) return;
+            self->presume_armed_.reset();
+            self->apply(self->fsm_.on_presume_timer(clock::now()));
         });
     }
+    if (state() == session_state::closed) probe_timer_.cancel();
     if (e.close_handle) {
         restart_pending_ = false;
         close_handle_inline();  // never connected, expired or refused: sends nothing, does not block
@@ -109,7 +129,9 @@ void session_impl::apply(const session_effects& e)
         }
     }
     if (e.fail_watches) watches_.fail_all(*e.fail_watches);
-    if (e.state_changed) notify_observers();
+    if (e.state_changed || e.observers_changed) notify_observers();
+    // Back on a connection while engaged: ask the leader at once, to end a doubt soon.
+    if (e.state_changed && state() == session_state::connected && fsm_.engaged()) send_probe();
     if (e.presumed_expired) {
         metrics_.presumed_expiry();
         auto copy = observers_;
@@ -151,7 +173,62 @@ void session_impl::notify_observers()
     std::erase_if(observers_, [](const std::weak_ptr<session_observer>& w) { return w.expired(); });
     auto copy = observers_;
     for (auto& w : copy)
-        if (auto o = w.lock()) o->on_session_state(state(), generation());
+        if (auto o = w.lock()) o->on_session_state(fsm_.observed_state(), generation());
+}
+
+// ---- the leader probe ---------------------------------------------------------------------------
+
+void session_impl::leader_request(request_base& r)
+{
+    r.leader_sent = last_leader_send_ = clock::now();
+}
+
+void request_base::confirm_leader() const
+{
+    if (!ec && leader_sent != std::chrono::steady_clock::time_point{}) s->on_leader_answer(leader_sent);
+}
+
+void session_impl::on_leader_answer(clock::time_point sent)
+{
+    apply(fsm_.on_leader_confirmed(sent, clock::now()));
+}
+
+void session_impl::on_engagement(bool engaged)
+{
+    if (fsm_.engaged()) arm_probe();
+    else if (!engaged) probe_timer_.cancel();  // nothing to probe for: no timer keeps run() busy
+}
+
+void session_impl::arm_probe()
+{
+    if (probe_waiting_ || !fsm_.engaged()) return;
+    probe_waiting_ = true;
+    probe_timer_.expires_at(last_leader_send_ + fsm_.probe_interval());
+    probe_timer_.async_wait([self = shared_from_this()](error_code ec) {
+        self->probe_waiting_ = false;
+        const auto now = clock::now();
+        if (!ec && self->fsm_.engaged() && now >= self->last_leader_send_ + self->fsm_.probe_interval()) {
+            self->send_probe();
+            // Not connected: nothing was sent; look again an interval later (a reconnect probes
+            // at once, see apply()).
+            if (self->last_leader_send_ < now) self->last_leader_send_ = now;
+        }
+        // Cancelled when the engagement ended; it may have started again since.
+        if (self->state() != session_state::closed) self->arm_probe();
+    });
+}
+
+void session_impl::send_probe()
+{
+    // Only a connected handle sends: a request queued while cut off is failed by the C client
+    // on the reconnect anyway.
+    if (!zh_ || state() != session_state::connected) return;
+    auto r = std::make_unique<void_req>();
+    r->s = this;
+    r->cb = [](error_code) {};
+    leader_request(*r);
+    const int rc = zoo_async(zh_, "/", &on_sync, r.get());
+    submit(std::move(r), rc, request_type::sync);
 }
 
 void session_impl::subscribe(std::weak_ptr<session_observer> o)
@@ -355,6 +432,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    leader_request(*r);
     const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                                 &on_create, r.get());
     submit(std::move(r), rc, request_type::create);
@@ -364,6 +442,7 @@ void session_impl::remove(const std::string& path, std::int32_t version, void_cb
 {
     auto r = make_req<void_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    leader_request(*r);
     const int rc = zoo_adelete(zh_, path.c_str(), version, &on_void, r.get());
     submit(std::move(r), rc, request_type::remove);
 }
@@ -393,6 +472,7 @@ void session_impl::set_data(const std::string& path, std::string_view data, std:
     auto r = make_req<set_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
+    leader_request(*r);
     const int rc = zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get());
     submit(std::move(r), rc, request_type::set_data);
 }
@@ -445,6 +525,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
         case multi_op::kind::check: zoo_check_op_init(&r->ops[i], p.c_str(), op.version); break;
         }
     }
+    leader_request(*r);
     const int rc = zoo_amulti(zh_, static_cast<int>(n), r->ops.data(), r->results.data(), &on_multi, r.get());
     submit(std::move(r), rc, request_type::multi);
 }

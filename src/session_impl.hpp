@@ -44,6 +44,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,8 @@ public:
 
     // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
+    /// A request only the leader answers, sent at `sent`, was answered without error.
+    void on_leader_answer(clock::time_point sent);
     void on_watcher(int type, int zstate, std::string path);
     void register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w);
 
@@ -158,6 +161,13 @@ private:
     std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
     template <class Req> void refuse(std::unique_ptr<Req> r, error_code ec);
     template <class Req> void submit(std::unique_ptr<Req> r, int rc, request_type type);
+    /// Marks `r` as a request only the leader answers, sent now.
+    void leader_request(request_base& r);
+    // The leader probe: while engaged, a sync goes out whenever no leader request did for
+    // fsm_.probe_interval().
+    void on_engagement(bool engaged);
+    void arm_probe();
+    void send_probe();
     error_code no_handle_error() const;
 
     // session_io.cpp: the reactor loop
@@ -199,6 +209,10 @@ private:
     // the state's timers and waiters
     asio::steady_timer connect_timer_;
     asio::steady_timer presume_timer_;
+    std::optional<clock::time_point> presume_armed_;  // when presume_timer_ fires, if it waits
+    asio::steady_timer probe_timer_;
+    bool probe_waiting_ = false;
+    clock::time_point last_leader_send_{};
     std::uint64_t next_connect_id_ = 0;
     std::vector<std::pair<std::uint64_t, void_cb>> connect_waiters_;
     std::vector<std::pair<std::uint64_t, void_cb>> connected_waiters_;

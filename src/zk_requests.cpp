@@ -107,6 +107,13 @@ void on_void(int rc, const void* data)
     deliver(r);
 }
 
+void on_sync(int rc, const char*, const void* data)
+{
+    auto* r = from<void_req>(data);
+    r->ec = reply_error(rc);
+    deliver(r);
+}
+
 void on_exists(int rc, const struct Stat* st, const void* data)
 {
     auto* r = from<exists_req>(data);
@@ -197,6 +204,7 @@ void multi_req::complete()
 {
     // One result per op, always. A request refused before it was queued (not connected, too large)
     // never reached the C client: every op carries the request's error, never "ok".
+    confirm_leader();
     std::vector<multi_result> out(n_ops);
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (!answered || i >= results.size()) {

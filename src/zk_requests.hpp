@@ -14,6 +14,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,18 +45,31 @@ struct c_event {
 struct request_base : c_event {
     session_impl* s = nullptr;
     error_code ec;
+    /// A request only the leader answers (a write, a sync): when it was sent. Answered without
+    /// error, it is evidence that the leader counted the session alive (session_fsm).
+    std::chrono::steady_clock::time_point leader_sent{};
+    /// Reports that evidence to the session; called first by complete().
+    void confirm_leader() const;
 };
 
 struct create_req final : request_base {
     create_cb cb;
     std::string path;
     zklock::stat st;
-    void complete() override { cb(ec, std::move(path), st); }
+    void complete() override
+    {
+        confirm_leader();
+        cb(ec, std::move(path), st);
+    }
 };
 
 struct void_req final : request_base {
     void_cb cb;
-    void complete() override { cb(ec); }
+    void complete() override
+    {
+        confirm_leader();
+        cb(ec);
+    }
 };
 
 struct exists_req final : request_base {
@@ -78,7 +92,11 @@ struct data_req final : request_base {
 struct set_req final : request_base {
     set_cb cb;
     zklock::stat st;
-    void complete() override { cb(ec, st); }
+    void complete() override
+    {
+        confirm_leader();
+        cb(ec, st);
+    }
 };
 
 struct children_req final : request_base {
@@ -119,6 +137,8 @@ void on_data(int rc, const char* value, int len, const struct Stat* st, const vo
 void on_set(int rc, const struct Stat* st, const void* data);
 void on_children(int rc, const struct String_vector* sv, const void* data);
 void on_multi(int rc, const void* data);
+/// zoo_async's completion: `data` is a void_req.
+void on_sync(int rc, const char* value, const void* data);
 void on_listing(int rc, const struct String_vector* sv, const void* data);
 /// The handle's watcher: `ctx` is the session.
 void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);

@@ -72,11 +72,13 @@ struct metrics_snapshot {
 
     std::uint64_t reconnects = 0;          ///< connected again after a connection loss (same or new ZooKeeper session)
     std::uint64_t session_expiries = 0;    ///< the server said the ZooKeeper session expired
-    std::uint64_t presumed_expiries = 0;   ///< cut off for ~the session timeout: presumed expired client-side
+    /// Presumed expired client-side: the leader did not confirm the session for half its timeout
+    /// while a lease was held or an acquire waited, or the connection was gone for 9/10 of it.
+    std::uint64_t presumed_expiries = 0;
 
     /// Requests handed to the C client, by type: "create", "delete", "exists", "get_data",
-    /// "set_data", "get_children" (listings included), "multi". Refused requests (not connected,
-    /// too large) are not counted.
+    /// "set_data", "get_children" (listings included), "multi", "sync" (the leader probes sent
+    /// while engaged, see session.hpp). Refused requests (not connected, too large) are not counted.
     std::vector<std::pair<std::string, std::uint64_t>> requests;
     /// `requests`' count for one type (0 if none was sent).
     std::uint64_t requests_of(std::string_view type) const noexcept

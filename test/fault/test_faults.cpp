@@ -211,14 +211,14 @@ TEST_CASE("fault 2: a lost delete reply on release and on cancel: the delete is 
     });
 }
 
-TEST_CASE("fault 3: a holder cut off for less than the session timeout stays the holder")
+TEST_CASE("fault 3: a holder cut off for less than half the session timeout stays the holder")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         auto& server = fault_server();
         fault_proxy proxy{server.port()};
-        // 6 s: the client notices the silence after 2/3 of it (4 s) and presumes expiry after all
-        // of it: a window of 2 s in which to come back.
+        // 6 s: with a lease held the session asks its leader every second; unconfirmed for 2 s the
+        // lease is suspended, for 3 s it is presumed lost: a window of 1 s in which to come back.
         session hs{ex, config_for(proxy.connect_string(), 6000ms)};
         session ws{ex, config_for(server.connect_string(), 6000ms)};
         co_await connect(hs);
@@ -254,7 +254,8 @@ TEST_CASE("fault 3: a holder cut off for less than the session timeout stays the
         REQUIRE(co_await wait_until([&] { return !seen.empty(); }, 10s));
         MESSAGE("suspended " << since(t0) << " s after the partition began");
         CHECK(seen.front() == lease_status::suspended);
-        CHECK(hs.state() == session_state::suspended);
+        // Suspended by the missing confirmations, before the C client notices the silence (4 s).
+        CHECK(hs.state() == session_state::connected);
         CHECK(held.owns_lock());  // suspended still owns it: do not act, but it is not lost
         proxy.pass();
         CHECK(co_await wait_until([&] { return held.status() == lease_status::held; }, 5s));
@@ -323,7 +324,10 @@ TEST_CASE("fault 4: a holder cut off for longer than the session timeout is told
         const auto told_after = since(t0);
         MESSAGE("holder told " << told_after << " s after the partition began: " << reason.message());
         CHECK(reason == errc::session_expired);
-        CHECK(hs.state() == session_state::suspended);  // told by the client-side timer, still cut off
+        // Told by the client-side timer (no confirmation from the leader for half the timeout),
+        // still cut off: the session has not been told of its expiry.
+        CHECK(hs.generation() == 1);
+        CHECK(hs.state() != session_state::expired);
         CHECK(told_after < 3.0);
         CHECK(held.status() == lease_status::lost);
         CHECK_FALSE(held.owns_lock());

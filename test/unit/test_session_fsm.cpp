@@ -54,11 +54,12 @@ TEST_CASE("session_fsm: cut off, the expiry is presumed a tenth of the timeout e
     CHECK(*e.presume_at == t0 + 500ms + 3000ms - 300ms);
     CHECK(f.session_id() == 0x11);                       // still ours while suspended
     CHECK_FALSE(f.check_connected(1).has_value());       // may come back
-    CHECK(f.on_presume_timer().presumed_expired);
-    e = f.on_connected(0x11, 3000ms, t0 + 2s);
+    CHECK_FALSE(f.on_presume_timer(t0 + 3199ms).presumed_expired);  // early: nothing yet
+    CHECK(f.on_presume_timer(t0 + 3200ms).presumed_expired);
+    e = f.on_connected(0x11, 3000ms, t0 + 4s);
     CHECK(f.generation() == 1);
-    CHECK(e.cancel_presume);
-    CHECK_FALSE(f.on_presume_timer().presumed_expired);  // a late timer says nothing once connected
+    CHECK(e.cancel_presume);  // nothing engaged: no deadline while connected
+    CHECK_FALSE(f.on_presume_timer(t0 + 9s).presumed_expired);  // a late timer says nothing once connected
     CHECK(f.on_connection_lost().state_changed);
     CHECK_FALSE(connected_fsm().on_connection_lost().presume_at == std::nullopt);
 }
@@ -122,4 +123,98 @@ TEST_CASE("session_fsm: close is final")
     CHECK(f.check_connected(1) == error_code(errc::session_closed));
     CHECK_FALSE(f.on_close().state_changed);
     CHECK_FALSE(f.on_connection_lost().state_changed);
+}
+
+TEST_CASE("session_fsm: engaged, the leader's evidence rules: doubt at T/3, presumed expired at T/2, while connected")
+{
+    auto f = connected_fsm();  // negotiated 3000 ms
+    CHECK(f.probe_interval() == 500ms);
+    auto e = f.on_engaged(true, t0 + 1s);
+    CHECK(f.engaged());
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 2s);  // the engagement's start counts as evidence, + T/3
+    // A write sent at +1.2 s is answered: both deadlines move.
+    e = f.on_leader_confirmed(t0 + 1200ms, t0 + 1300ms);
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 2200ms);
+    CHECK(f.on_leader_confirmed(t0 + 1100ms, t0 + 1400ms).presume_at == std::nullopt);  // older: nothing new
+    // Our server keeps answering pings (connected), the leader confirms nothing more.
+    e = f.on_presume_timer(t0 + 2200ms);
+    CHECK(e.observers_changed);
+    CHECK_FALSE(e.presumed_expired);
+    CHECK(f.state() == session_state::connected);
+    CHECK(f.observed_state() == session_state::suspended);
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 2700ms);
+    e = f.on_presume_timer(t0 + 2700ms);
+    CHECK(e.presumed_expired);
+    CHECK_FALSE(e.presume_at.has_value());  // presumed once on this evidence
+    CHECK_FALSE(f.on_presume_timer(t0 + 5s).presumed_expired);
+}
+
+TEST_CASE("session_fsm: a doubt ends with fresh evidence; evidence too old to matter changes nothing")
+{
+    auto f = connected_fsm();
+    f.on_engaged(true, t0);
+    auto e = f.on_presume_timer(t0 + 1s);
+    CHECK(f.observed_state() == session_state::suspended);
+    // A sync sent during the doubt is answered: connected again, in the observers' eyes.
+    e = f.on_leader_confirmed(t0 + 1100ms, t0 + 1200ms);
+    CHECK(e.observers_changed);
+    CHECK(f.observed_state() == session_state::connected);
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 2100ms);
+    // Presumed at +2.6 s; an answer to a request sent at +1.2 s arriving at +2.8 s does not undo it.
+    f.on_presume_timer(t0 + 2100ms);
+    CHECK(f.on_presume_timer(t0 + 2600ms).presumed_expired);
+    e = f.on_leader_confirmed(t0 + 1200ms, t0 + 2800ms);
+    CHECK_FALSE(e.observers_changed);
+    CHECK(f.observed_state() == session_state::suspended);
+    CHECK_FALSE(f.on_presume_timer(t0 + 2900ms).presumed_expired);
+    // Evidence sent after the presumption is new: the session lives on for those who come next.
+    e = f.on_leader_confirmed(t0 + 2700ms, t0 + 2800ms);
+    CHECK(e.observers_changed);
+    CHECK(f.observed_state() == session_state::connected);
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 3700ms);
+}
+
+TEST_CASE("session_fsm: cut off while engaged, the leader's evidence comes before the connection rule")
+{
+    auto f = connected_fsm();
+    f.on_engaged(true, t0);
+    f.on_leader_confirmed(t0 + 1s, t0 + 1100ms);
+    f.on_heard(t0 + 1400ms);
+    auto e = f.on_connection_lost();
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 2s);  // doubt: evidence + T/3 (the lease is suspended already)
+    CHECK(f.on_presume_timer(t0 + 2s).presume_at == t0 + 2500ms);  // evidence + T/2, not heard + 9/10 T
+    CHECK(f.on_presume_timer(t0 + 2500ms).presumed_expired);
+    // Back on the same session, with no new evidence: still doubtful, and presumed on that evidence.
+    e = f.on_connected(0x11, 3000ms, t0 + 2800ms);
+    CHECK(f.observed_state() == session_state::suspended);
+    CHECK(e.cancel_presume);
+    // A new session starts afresh.
+    f.on_connection_lost();
+    f.on_expired();
+    f.on_handle_started();
+    e = f.on_connected(0x22, 3000ms, t0 + 4s);
+    CHECK(f.observed_state() == session_state::connected);
+    REQUIRE(e.presume_at.has_value());
+    CHECK(*e.presume_at == t0 + 5s);
+}
+
+TEST_CASE("session_fsm: nothing engaged, nothing is probed or presumed while connected; disengaging ends a doubt")
+{
+    auto f = connected_fsm();
+    CHECK_FALSE(f.engaged());
+    CHECK_FALSE(f.on_presume_timer(t0 + 1h).presumed_expired);
+    f.on_engaged(true, t0);
+    f.on_presume_timer(t0 + 1s);
+    CHECK(f.observed_state() == session_state::suspended);
+    auto e = f.on_engaged(false, t0 + 1100ms);
+    CHECK(e.observers_changed);
+    CHECK(e.cancel_presume);
+    CHECK(f.observed_state() == session_state::connected);
+    CHECK_FALSE(f.on_presume_timer(t0 + 1h).presumed_expired);
 }
