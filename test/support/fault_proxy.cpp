@@ -10,6 +10,7 @@
 #include <future>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,8 +22,46 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 namespace {
+
 enum class mode { pass, delay, blackhole };
+
+// QuorumCnxManager's InitialMessage: long protocol version, long sid, int length, address.
+constexpr std::int64_t initial_message_v1 = -65536;
+constexpr std::int64_t initial_message_v2 = -65535;
+constexpr std::size_t initial_message_fixed = 8 + 8 + 4;
+constexpr std::size_t initial_message_max_address = 2048;  // QuorumCnxManager.maxBuffer
+
+std::uint64_t big_endian(const std::vector<std::uint8_t>& data, std::size_t at, std::size_t bytes)
+{
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < bytes; ++i) v = v << 8 | data[at + i];
+    return v;
 }
+
+// Replaces the address of the InitialMessage at the start of `data` with `address`, keeping
+// what follows the message. Returns false while `data` is only the start of an InitialMessage;
+// true once it is rewritten, or right away if `data` does not start with one (then unchanged).
+bool rewrite_initial_message(std::vector<std::uint8_t>& data, const std::string& address)
+{
+    if (data.size() < 8) return false;
+    const auto version = static_cast<std::int64_t>(big_endian(data, 0, 8));
+    if (version != initial_message_v1 && version != initial_message_v2) return true;
+    if (data.size() < initial_message_fixed) return false;
+    const auto length = static_cast<std::int32_t>(big_endian(data, 16, 4));
+    if (length <= 0 || static_cast<std::size_t>(length) > initial_message_max_address) return true;
+    const std::size_t end = initial_message_fixed + static_cast<std::size_t>(length);
+    if (data.size() < end) return false;
+
+    std::vector<std::uint8_t> out(data.begin(), data.begin() + 16);  // version, sid
+    const auto new_length = static_cast<std::uint32_t>(address.size());
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(new_length >> shift));
+    out.insert(out.end(), address.begin(), address.end());
+    out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(end), data.end());
+    data = std::move(out);
+    return true;
+}
+
+}  // namespace
 
 struct fault_proxy::impl {
     struct session;
@@ -39,7 +78,9 @@ struct fault_proxy::impl {
     // Used on the io thread only.
     mode current = mode::pass;
     std::chrono::milliseconds delay{0};
+    std::chrono::milliseconds connect_retry{0};
     std::function<bool(std::int32_t, std::int32_t)> drop_match;
+    std::string election_address;  // for rewrite_election_address(); empty: off
     std::set<std::shared_ptr<session>> sessions;
 
     explicit impl(std::uint16_t target_port) : target(target_port) {}
@@ -89,7 +130,11 @@ struct fault_proxy::impl::session : std::enable_shared_from_this<session> {
     pipe up{client, server, frame_scanner(8), asio::steady_timer(proxy.ioc)};
     pipe down{server, client, frame_scanner(4), asio::steady_timer(proxy.ioc)};
     std::optional<std::int32_t> drop_xid;
+    std::string election_address;          // announced in the InitialMessage; empty once it passed
+    std::vector<std::uint8_t> initial{};   // the InitialMessage read so far
     bool connect_parked = false;
+    std::chrono::milliseconds connect_retry{0};
+    std::chrono::steady_clock::time_point connect_until{};  // no retry of a failed connect after this
     bool closed = false;
 
     session(impl& p, tcp::socket s) : proxy(p), client(std::move(s)), server(p.ioc) {}
@@ -97,12 +142,20 @@ struct fault_proxy::impl::session : std::enable_shared_from_this<session> {
     void start()
     {
         proxy.sessions.insert(shared_from_this());
+        election_address = proxy.election_address;
+        connect_retry = proxy.connect_retry;
         error_code ec;
         client.set_option(tcp::no_delay(true), ec);
         if (proxy.current == mode::blackhole)
             connect_parked = true;
         else
-            connect();
+            first_connect();
+    }
+
+    void first_connect()
+    {
+        connect_until = std::chrono::steady_clock::now() + connect_retry;
+        connect();
     }
 
     void connect()
@@ -110,10 +163,28 @@ struct fault_proxy::impl::session : std::enable_shared_from_this<session> {
         const tcp::endpoint ep(asio::ip::address_v4::loopback(), proxy.target.load());
         server.async_connect(ep, [self = shared_from_this()](error_code ec) {
             if (self->closed) return;
-            if (ec) return self->abort();
+            if (ec) return self->retry_connect();
             self->server.set_option(tcp::no_delay(true), ec);
             self->read(self->up);
             self->read(self->down);
+        });
+    }
+
+    // The upstream connect failed: tries again in 50 ms if that is before connect_until (parked
+    // instead while blackholed), else resets the client.
+    void retry_connect()
+    {
+        constexpr auto interval = std::chrono::milliseconds(50);
+        if (std::chrono::steady_clock::now() + interval > connect_until) return abort();
+        error_code ec;
+        server.close(ec);
+        up.timer.expires_after(interval);
+        up.timer.async_wait([self = shared_from_this()](error_code ec) {
+            if (self->closed || ec) return;
+            if (self->proxy.current == mode::blackhole)
+                self->connect_parked = true;
+            else
+                self->connect();
         });
     }
 
@@ -184,12 +255,27 @@ struct fault_proxy::impl::session : std::enable_shared_from_this<session> {
         return r.stopped;
     }
 
+    // Client -> server, while an election address is to be announced: collects the connection's
+    // first bytes until they hold the whole InitialMessage (or the client sent FIN), then puts
+    // them, rewritten, back into up.chunk. Returns false while more must be read.
+    bool take_initial_message()
+    {
+        if (election_address.empty()) return true;
+        initial.insert(initial.end(), up.chunk.begin(), up.chunk.end());
+        up.chunk.clear();
+        if (!rewrite_initial_message(initial, election_address) && !up.eof) return false;
+        up.chunk = std::exchange(initial, {});
+        election_address.clear();
+        return true;
+    }
+
     void deliver(pipe& p)
     {
         if (proxy.current == mode::blackhole) {
             p.parked = true;
             return;
         }
+        if (&p == &up && !take_initial_message()) return read(p);
         bool drop = false;
         if (&p == &up)
             scan_requests();
@@ -214,7 +300,7 @@ struct fault_proxy::impl::session : std::enable_shared_from_this<session> {
         if (closed) return;
         if (connect_parked) {
             connect_parked = false;
-            return connect();
+            return first_connect();
         }
         for (pipe* p : {&up, &down}) {
             if (!p->parked) continue;
@@ -305,6 +391,11 @@ std::string fault_proxy::connect_string() const { return "127.0.0.1:" + std::to_
 
 void fault_proxy::set_target(std::uint16_t port) { impl_->target = port; }
 
+void fault_proxy::retry_connect(std::chrono::milliseconds window)
+{
+    impl_->run_sync([&] { impl_->connect_retry = window; });
+}
+
 void fault_proxy::pass()
 {
     impl_->run_sync([&] {
@@ -340,6 +431,13 @@ void fault_proxy::drop_reply(std::function<bool(std::int32_t, std::int32_t)> mat
 void fault_proxy::drop_reply_to_next(std::int32_t op_type)
 {
     drop_reply([op_type](std::int32_t, std::int32_t type) { return type == op_type; });
+}
+
+void fault_proxy::rewrite_election_address(std::string address)
+{
+    if (address.size() > initial_message_max_address)
+        throw std::invalid_argument("fault_proxy: election address longer than ZooKeeper accepts");
+    impl_->run_sync([&] { impl_->election_address = std::move(address); });
 }
 
 std::size_t fault_proxy::replies_dropped() const { return impl_->replies_dropped; }

@@ -43,6 +43,14 @@ public:
 
     /// Connections accepted from now on go to 127.0.0.1:port.
     void set_target(std::uint16_t port);
+    /// When connecting a client's connection upstream fails (e.g. nothing listens there yet),
+    /// tries again every 50 ms for up to `window`, holding the client's data meanwhile, before
+    /// it resets the client. The client's own connect succeeded when the proxy accepted it, so
+    /// a client that retries refused connects (as a ZooKeeper follower does towards a leader
+    /// that is still opening its port) would otherwise see a reset it does not retry. 0 (the
+    /// default): the client is reset at the first failure. Applies to connections accepted
+    /// from now on.
+    void retry_connect(std::chrono::milliseconds window);
 
     /// Normal forwarding: ends blackhole() (releasing held traffic in order) and delay().
     void pass();
@@ -62,6 +70,21 @@ public:
     void drop_reply(std::function<bool(std::int32_t xid, std::int32_t op_type)> match);
     /// drop_reply() for the next request of the given type (see zk_op).
     void drop_reply_to_next(std::int32_t op_type);
+
+    /// For a proxy in front of a ZooKeeper server's election port: on connections accepted from
+    /// now on, the connecting side's first message, ZooKeeper's InitialMessage (long protocol
+    /// version -65536 or -65535, long sid, int length, then that many bytes of the sender's
+    /// election address "host:port", several joined by '|' in the second version), is forwarded
+    /// with `address` (e.g. "127.0.0.1:PORT") in place of the announced one and the length
+    /// adjusted. A server with a higher id than the sender closes the connection and connects
+    /// back to the announced address: announcing a proxy towards the sender makes that
+    /// connection go through the proxy too. The message is held back until it is complete,
+    /// however it was cut, and then written at once (the server reads the address with a single
+    /// read); what follows it passes unchanged. A first message that is not an InitialMessage
+    /// ZooKeeper accepts (other version, length not in 1..2048) passes unchanged, and so does an
+    /// incomplete one when the connecting side closes. An empty `address` (the default) turns
+    /// this off. Throws std::invalid_argument if `address` is longer than 2048 bytes.
+    void rewrite_election_address(std::string address);
 
     std::size_t replies_dropped() const;
     std::size_t connections_accepted() const;

@@ -22,6 +22,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -115,10 +116,10 @@ class tcp_server {
 public:
     using handler = std::function<void(int fd, const std::atomic<bool>& stopping)>;
 
-    explicit tcp_server(handler h) : handler_(std::move(h))
+    explicit tcp_server(handler h, std::uint16_t port = 0) : handler_(std::move(h))
     {
         listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a = loopback(0);
+        sockaddr_in a = loopback(port);
         REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
         REQUIRE(::listen(listen_fd_, 16) == 0);
         socklen_t len = sizeof a;
@@ -173,16 +174,18 @@ std::optional<std::string> server_read(int fd, std::atomic<int>& resets)
 struct echo_server {
     std::atomic<int> resets{0};
     tcp_server server;
-    explicit echo_server(bool upper = false)
-        : server([this, upper](int fd, const std::atomic<bool>& stopping) {
-              while (!stopping) {
-                  auto data = server_read(fd, resets);
-                  if (!data) return;
-                  if (upper)
-                      for (char& c : *data) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-                  if (!data->empty() && ::send(fd, data->data(), data->size(), MSG_NOSIGNAL) < 0) return;
-              }
-          })
+    explicit echo_server(bool upper = false, std::uint16_t port = 0)
+        : server(
+              [this, upper](int fd, const std::atomic<bool>& stopping) {
+                  while (!stopping) {
+                      auto data = server_read(fd, resets);
+                      if (!data) return;
+                      if (upper)
+                          for (char& c : *data) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+                      if (!data->empty() && ::send(fd, data->data(), data->size(), MSG_NOSIGNAL) < 0) return;
+                  }
+              },
+              port)
     {
     }
     std::uint16_t port() const { return server.port(); }
@@ -299,6 +302,102 @@ struct fake_zk {
         return requests;
     }
 };
+
+// ---- ZooKeeper's leader-election handshake ----
+
+void put64(std::string& s, std::uint64_t v)
+{
+    put32(s, static_cast<std::uint32_t>(v >> 32));
+    put32(s, static_cast<std::uint32_t>(v));
+}
+
+// QuorumCnxManager's InitialMessage: protocol version, sid, address length, address(es).
+std::string initial_message(std::int64_t version, std::int64_t sid, const std::string& address)
+{
+    std::string s;
+    put64(s, static_cast<std::uint64_t>(version));
+    put64(s, static_cast<std::uint64_t>(sid));
+    put32(s, static_cast<std::uint32_t>(address.size()));
+    return s + address;
+}
+
+// Records what a connection brings, and the size of every read.
+struct recording_server {
+    std::mutex mutex;
+    std::string data;
+    std::vector<std::size_t> reads;
+    bool eof = false;
+    std::atomic<int> resets{0};
+    tcp_server server;
+
+    recording_server()
+        : server([this](int fd, const std::atomic<bool>& stopping) {
+              while (!stopping) {
+                  const auto got = server_read(fd, resets);
+                  std::lock_guard lock(mutex);
+                  if (!got) {
+                      eof = true;
+                      return;
+                  }
+                  if (got->empty()) continue;
+                  data += *got;
+                  reads.push_back(got->size());
+              }
+          })
+    {
+    }
+    std::uint16_t port() const { return server.port(); }
+    std::string received()
+    {
+        std::lock_guard lock(mutex);
+        return data;
+    }
+    std::size_t first_read()
+    {
+        std::lock_guard lock(mutex);
+        return reads.empty() ? 0 : reads.front();
+    }
+    bool closed()
+    {
+        std::lock_guard lock(mutex);
+        return eof;
+    }
+};
+
+// "leader" or "follower" from server i's `srvr`; "" if it does not serve (or does not answer).
+std::string mode_of(const zk_ensemble& zk, int i)
+{
+    const std::string reply = zk.four_letter(i, "srvr");
+    for (const char* mode : {"leader", "follower"})
+        if (reply.find(std::string("Mode: ") + mode) != std::string::npos) return mode;
+    return "";
+}
+
+// An ensemble whose server links can be cut, quick to notice it: tickTime 500 ms, syncLimit
+// 5 ticks (2.5 s) instead of launch()'s 5 s, initLimit 20 ticks (10 s, as launch() sets it).
+server_options partition_options()
+{
+    return {.tick_time = 500ms, .extra_config = {"initLimit=20", "syncLimit=5"}, .proxy_server_links = true};
+}
+constexpr auto partition_sync_limit = 2500ms;
+constexpr auto partition_init_limit = 10s;
+
+std::uintmax_t log_size(const zk_ensemble& zk, int i) { return fs::file_size(zk.server(i).dir() / "zookeeper.log"); }
+
+// Leader-election messages from other servers that server i logged after the first `offset`
+// bytes of its log (FastLeaderElection logs each one it receives: "Notification: ... n.sid:K,").
+int notifications_from_others(const zk_ensemble& zk, int i, std::uintmax_t offset)
+{
+    std::ifstream log(zk.server(i).dir() / "zookeeper.log");
+    log.seekg(static_cast<std::streamoff>(offset));
+    int count = 0;
+    for (std::string line; std::getline(log, line);) {
+        const auto at = line.find("Notification:");
+        const auto sid = line.find("n.sid:", at == std::string::npos ? line.size() : at);
+        if (sid != std::string::npos && std::atoi(line.c_str() + sid + 6) != i + 1) ++count;
+    }
+    return count;
+}
 
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout)
@@ -600,6 +699,41 @@ TEST_CASE("fault_proxy forwards, delays, blackholes, resets and retargets")
     CHECK(proxy.replies_dropped() == 0);
 }
 
+TEST_CASE("fault_proxy retry_connect holds a client until the server listens")
+{
+    const std::uint16_t port = free_ports(1).front();  // nothing listens there yet
+    fault_proxy proxy(port);
+
+    SUBCASE("off: the client is reset at once")
+    {
+        client c(proxy.port());
+        const read_result r = c.read(1, 2s);
+        CHECK(r.closed);
+        CHECK(r.error == ECONNRESET);
+    }
+    SUBCASE("the server comes up within the window")
+    {
+        proxy.retry_connect(3s);
+        client c(proxy.port());
+        c.send("hello");
+        CHECK(c.read(1, 300ms).data.empty());
+        echo_server late(false, port);
+        CHECK(c.read(5).data == "hello");
+    }
+    SUBCASE("it does not: the client is reset after the window")
+    {
+        proxy.retry_connect(300ms);
+        const auto t = steady::now();
+        client c(proxy.port());
+        c.send("hello");
+        const read_result r = c.read(1, 3s);
+        CHECK(r.closed);
+        CHECK(r.error == ECONNRESET);
+        CHECK(steady::now() - t >= 250ms);
+        CHECK(steady::now() - t < 2s);
+    }
+}
+
 TEST_CASE("four-letter words of a real server go through the proxy")
 {
     zk_server zk({.tick_time = 200ms});
@@ -663,4 +797,230 @@ TEST_CASE("fault_proxy drop_reply cuts the connection at the matched reply")
         const auto applied = server.applied();
         CHECK(std::find(applied.begin(), applied.end(), std::pair{12, zk_op::set_data}) != applied.end());
     }
+}
+
+TEST_CASE("fault_proxy rewrite_election_address rewrites ZooKeeper's InitialMessage however it is cut")
+{
+    recording_server server;
+    fault_proxy proxy(server.port());
+    const std::string announced = "127.0.0.1:4242";
+    const std::string after = std::string("\0\0\0\x2c", 4) + std::string(44, '\7');  // a first vote, say
+    std::string sent, expected;
+    std::size_t rewritten = 0;  // size of the rewritten message, which reaches the server in one read
+
+    SUBCASE("version 1, byte by byte, then more")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        sent = initial_message(-65536, 2, "127.0.0.1:33333") + after;
+        expected = initial_message(-65536, 2, announced) + after;
+        rewritten = expected.size() - after.size();
+        for (std::size_t i = 0; i + after.size() < sent.size(); ++i) {
+            c.send(sent.substr(i, 1));
+            std::this_thread::sleep_for(1ms);
+        }
+        c.send(after);
+    }
+    SUBCASE("version 2 with several addresses, cut inside the length, with more in the same write")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        sent = initial_message(-65535, 3, "localhost:1|127.0.0.1:65000|[::1]:7") + after;
+        expected = initial_message(-65535, 3, announced) + after;
+        rewritten = expected.size() - after.size();
+        c.send(sent.substr(0, 18));
+        std::this_thread::sleep_for(20ms);
+        c.send(sent.substr(18));
+    }
+    SUBCASE("a longer address than announced")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        sent = initial_message(-65536, 1, "1.2.3.4:5");
+        expected = initial_message(-65536, 1, announced);
+        rewritten = expected.size();
+        c.send(sent);
+    }
+    SUBCASE("no InitialMessage but an old server's bare sid: passes unchanged")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        put64(sent, 2);
+        sent += after;
+        expected = sent;
+        c.send(sent);
+    }
+    SUBCASE("an address length ZooKeeper refuses: passes unchanged")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        sent = initial_message(-65536, 2, std::string(2049, 'x'));
+        expected = sent;
+        c.send(sent);
+    }
+    SUBCASE("an incomplete one is forwarded unchanged when the client closes")
+    {
+        proxy.rewrite_election_address(announced);
+        client c(proxy.port());
+        sent = initial_message(-65536, 2, "127.0.0.1:33333").substr(0, 25);
+        expected = sent;
+        c.send(sent);
+        std::this_thread::sleep_for(20ms);
+        ::shutdown(c.fd, SHUT_WR);
+        CHECK(eventually([&] { return server.closed(); }, 5s));
+    }
+    SUBCASE("off by default, and for connections accepted before it was set")
+    {
+        client before(proxy.port());
+        sent = initial_message(-65536, 2, "127.0.0.1:33333");
+        expected = sent;
+        CHECK(eventually([&] { return proxy.connections_accepted() == 1; }, 2s));
+        proxy.rewrite_election_address(announced);
+        before.send(sent);
+    }
+
+    CHECK(eventually([&] { return server.received().size() >= expected.size(); }, 5s));
+    std::this_thread::sleep_for(20ms);  // nothing more comes
+    CHECK(server.received() == expected);
+    if (rewritten > 0) CHECK(server.first_read() >= rewritten);
+    CHECK_THROWS_AS(proxy.rewrite_election_address(std::string(2049, 'x')), std::invalid_argument);
+}
+
+// ---- zk_ensemble partitions ----
+
+TEST_CASE("zk_ensemble with proxy_server_links gives each server its own view of the others")
+{
+    zk_ensemble zk(3, {.start = false, .proxy_server_links = true});
+    std::vector<std::vector<std::string>> lines(3);  // lines[i][k]: "server.k+1=..." in server i's zoo.cfg
+    for (int i = 0; i < 3; ++i) {
+        std::ifstream cfg(zk.dir() / ("s" + std::to_string(i + 1)) / "zoo.cfg");
+        REQUIRE(cfg);
+        std::string line;
+        while (std::getline(cfg, line))
+            if (line.rfind("server.", 0) == 0) lines[i].push_back(line);
+        REQUIRE(lines[i].size() == 3);
+    }
+    std::set<std::string> all;
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) {
+            CHECK(lines[i][k].rfind("server." + std::to_string(k + 1) + "=127.0.0.1:", 0) == 0);
+            all.insert(lines[i][k].substr(lines[i][k].find('=')));
+        }
+    CHECK(all.size() == 9);  // each server's own entry, and the proxies of the 6 pairs (i -> k)
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k)
+            if (i != k) CHECK(lines[i][k] != lines[k][k]);
+
+    zk_ensemble direct(3, {.start = false});
+    CHECK_THROWS_AS(direct.isolate(0), std::logic_error);
+    CHECK_THROWS_AS(direct.heal(), std::logic_error);
+}
+
+// Server `low` (not the leader) restarts. Coming up, it connects to every other server for the
+// election; one with a higher id drops that connection and connects back to the election
+// address `low` announced. The proxies must then have announced the proxy towards `low`, or
+// that connection bypasses them and a partition between the two leaks.
+void restart_follower(zk_ensemble& zk, int low, bool crash)
+{
+    const auto t = steady::now();
+    if (crash)
+        zk.kill(low);
+    else
+        zk.stop(low);
+    zk.start(low);
+    REQUIRE(zk.wait_quorum(30s));
+    MESSAGE("server " << low + 1 << std::string(crash ? " killed" : " stopped") << " and back in the quorum after "
+                      << ms_since(t) << " ms");
+}
+
+TEST_CASE("zk_ensemble isolate: a cut-off leader is replaced by the others and stops serving until heal")
+{
+    auto t = steady::now();
+    zk_ensemble zk(3, partition_options());
+    MESSAGE("ensemble with proxied server links up in " << ms_since(t) << " ms");
+    const int old_leader = zk.leader();
+    REQUIRE(old_leader >= 0);
+    // The follower with the lowest id gets a connection from the leader if its id is lower.
+    const int low = old_leader == 0 ? 1 : 0;
+    if (low < old_leader) restart_follower(zk, low, false);
+    const int a = (old_leader + 1) % 3, b = (old_leader + 2) % 3;
+    REQUIRE(notifications_from_others(zk, old_leader, 0) > 0);  // the log shows them at all
+    const auto log_at_isolate = log_size(zk, old_leader);
+
+    t = steady::now();
+    zk.isolate(old_leader);
+    long long elected_ms = -1, stepped_down_ms = -1;
+    const bool settled = eventually(
+        [&] {
+            if (stepped_down_ms < 0 && mode_of(zk, old_leader).empty()) stepped_down_ms = ms_since(t);
+            const std::string ma = mode_of(zk, a), mb = mode_of(zk, b);
+            if (elected_ms < 0 && ((ma == "leader" && mb == "follower") || (ma == "follower" && mb == "leader")))
+                elected_ms = ms_since(t);
+            return stepped_down_ms >= 0 && elected_ms >= 0;
+        },
+        30s);
+    MESSAGE("cut-off leader stopped serving after " << stepped_down_ms << " ms, the others had a new leader after "
+                                                    << elected_ms << " ms");
+    REQUIRE(settled);
+    // Through a leaking partition the others elect the old leader again and give up on it only
+    // after initLimit; and it hears their election messages.
+    CHECK(elected_ms < std::chrono::milliseconds(partition_sync_limit + partition_init_limit).count());
+    const int new_leader = mode_of(zk, a) == "leader" ? a : b;
+    const int follower = a + b - new_leader;
+
+    // It stays so, and the cut-off server still answers its clients, as not serving.
+    bool stable = true;
+    for (const auto until = steady::now() + 1500ms; steady::now() < until;) {
+        stable = stable && mode_of(zk, new_leader) == "leader" && mode_of(zk, follower) == "follower" &&
+                 mode_of(zk, old_leader).empty();
+        std::this_thread::sleep_for(100ms);
+    }
+    CHECK(stable);
+    CHECK(zk.four_letter(old_leader, "srvr").find("not currently serving requests") != std::string::npos);
+    CHECK(notifications_from_others(zk, old_leader, log_at_isolate) == 0);
+
+    t = steady::now();
+    zk.heal();
+    REQUIRE(zk.wait_quorum(30s));
+    MESSAGE("all three serve again " << ms_since(t) << " ms after heal");
+    CHECK(zk.leader() == new_leader);
+    CHECK(mode_of(zk, old_leader) == "follower");
+}
+
+TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others keep their leader; heal")
+{
+    auto t = steady::now();
+    zk_ensemble zk(3, partition_options());
+    MESSAGE("ensemble with proxied server links up in " << ms_since(t) << " ms");
+    const int leader = zk.leader();
+    REQUIRE(leader >= 0);
+    const int cut = leader == 0 ? 1 : 0;  // the follower with the lowest id
+    const int other = 3 - leader - cut;
+    restart_follower(zk, cut, true);  // gets connections from the others with higher ids
+    REQUIRE(notifications_from_others(zk, cut, 0) > 0);
+    const auto log_at_isolate = log_size(zk, cut);
+
+    t = steady::now();
+    zk.isolate(cut);
+    bool kept = true;
+    const bool stopped = eventually(
+        [&] {
+            kept = kept && mode_of(zk, leader) == "leader" && mode_of(zk, other) == "follower";
+            return mode_of(zk, cut).empty();
+        },
+        30s);
+    MESSAGE("cut-off follower stopped serving after " << ms_since(t) << " ms");
+    CHECK(stopped);
+    CHECK(kept);
+    CHECK(zk.four_letter(cut, "srvr").find("not currently serving requests") != std::string::npos);
+    // Through a leaking partition the cut-off follower, now looking for a leader, would hear
+    // the others' election replies at once.
+    std::this_thread::sleep_for(500ms);
+    CHECK(notifications_from_others(zk, cut, log_at_isolate) == 0);
+
+    t = steady::now();
+    zk.heal();
+    REQUIRE(zk.wait_quorum(30s));
+    MESSAGE("all three serve again " << ms_since(t) << " ms after heal");
+    CHECK(zk.leader() == leader);
 }

@@ -34,6 +34,7 @@ zk_ensemble::~zk_ensemble()
 {
     for (auto& s : servers_) s->terminate();  // all at once: JVMs take a while to exit
     servers_.clear();
+    links_.clear();
     if (keep_ || std::uncaught_exceptions() > uncaught_ || should_keep_files()) {
         std::fprintf(stderr, "zklock::test::zk_ensemble: kept %s\n", dir_.c_str());
     } else {
@@ -42,8 +43,32 @@ zk_ensemble::~zk_ensemble()
     }
 }
 
+void zk_ensemble::make_links(int n)
+{
+    // The proxies take their ports before free_ports() picks the servers', so they cannot clash;
+    // launch() points them at the servers' ports.
+    for (int from = 0; from < n; ++from)
+        for (int to = 0; to < n; ++to)
+            if (from != to)
+                links_.push_back({from, to, std::make_unique<fault_proxy>(0), std::make_unique<fault_proxy>(0)});
+    for (auto& l : links_) {
+        // A follower connects to the leader's quorum port as soon as the election is decided,
+        // maybe before the leader opens it; it retries a refused connect, so the proxy does too.
+        l.quorum->retry_connect(1s);
+        l.election->rewrite_election_address(link(l.to, l.from).election->connect_string());
+    }
+}
+
+zk_ensemble::server_link& zk_ensemble::link(int from, int to)
+{
+    for (auto& l : links_)
+        if (l.from == from && l.to == to) return l;
+    throw std::out_of_range("zk_ensemble: no link between these servers");
+}
+
 void zk_ensemble::launch(int n)
 {
+    if (options_.proxy_server_links) make_links(n);
     const auto ticks = [&](std::chrono::milliseconds at_least, long min_ticks) {
         return std::max(min_ticks, static_cast<long>((at_least + options_.tick_time - 1ms) / options_.tick_time));
     };
@@ -72,8 +97,17 @@ void zk_ensemble::launch(int n)
             if (n == 1) cfg << "standaloneEnabled=false\n";
             if (options_.max_session_timeout_ms > 0)
                 cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
-            for (int k = 0; k < n; ++k)
-                cfg << "server." << k + 1 << "=127.0.0.1:" << ports[3 * k + 1] << ":" << ports[3 * k + 2] << "\n";
+            for (int k = 0; k < n; ++k) {
+                std::uint16_t quorum = ports[3 * k + 1], election = ports[3 * k + 2];
+                if (options_.proxy_server_links && k != i) {
+                    server_link& l = link(i, k);
+                    l.quorum->set_target(quorum);
+                    l.election->set_target(election);
+                    quorum = l.quorum->port();
+                    election = l.election->port();
+                }
+                cfg << "server." << k + 1 << "=127.0.0.1:" << quorum << ":" << election << "\n";
+            }
             for (const auto& line : options_.extra_config) cfg << line << "\n";
             detail::write_file(sdir / "zoo.cfg", cfg.str());
             servers_.push_back(std::unique_ptr<zk_server>(
@@ -118,6 +152,26 @@ std::string zk_ensemble::connect_string(int i) const { return server(i).connect_
 zk_server& zk_ensemble::server(int i) { return *servers_.at(static_cast<std::size_t>(i)); }
 
 const zk_server& zk_ensemble::server(int i) const { return *servers_.at(static_cast<std::size_t>(i)); }
+
+void zk_ensemble::isolate(int i)
+{
+    if (!options_.proxy_server_links) throw std::logic_error("zk_ensemble::isolate() needs proxy_server_links");
+    server(i);  // range check
+    for (auto& l : links_) {
+        if (l.from != i && l.to != i) continue;
+        l.quorum->blackhole();
+        l.election->blackhole();
+    }
+}
+
+void zk_ensemble::heal()
+{
+    if (!options_.proxy_server_links) throw std::logic_error("zk_ensemble::heal() needs proxy_server_links");
+    for (auto& l : links_) {
+        l.quorum->pass();
+        l.election->pass();
+    }
+}
 
 int zk_ensemble::leader() const
 {

@@ -1,6 +1,7 @@
 // support/zk_ensemble.hpp — a real ZooKeeper quorum of n servers on 127.0.0.1 for tests.
 #pragma once
 
+#include "support/fault_proxy.hpp"
 #include "support/zk_server.hpp"
 
 #include <chrono>
@@ -16,6 +17,18 @@ namespace zklock::test {
 /// ports, each in a subdir of one temp dir. With options.start the constructor waits (30 s at
 /// most) until the quorum has a leader. Lifetime rules are those of zk_server: the destructor
 /// stops every server and removes the dir unless keep_files(), an exception or a noted failure.
+///
+/// With options.proxy_server_links, server i connects to server k through two fault_proxy of
+/// the pair (i, k), one for k's quorum port and one for k's election port: server i's zoo.cfg
+/// has its own entry at its real ports and every other server at the ports of i's proxies
+/// towards it. A server that gets an election connection from a lower id drops it and connects
+/// back to the election address the sender announced, so the election proxy i -> k announces
+/// the proxy k -> i instead of i's real port (fault_proxy::rewrite_election_address): every
+/// link between two servers then goes through a proxy, and isolate() cuts them all. The
+/// quorum proxies retry a refused upstream connect for 1 s (fault_proxy::retry_connect), as
+/// a follower does when the leader it just elected has not opened its quorum port yet. The
+/// proxies live as long as the ensemble (stop, kill and start keep them) and outlive the
+/// servers. Clients connect to the servers directly.
 class zk_ensemble {
 public:
     explicit zk_ensemble(int n = 3, server_options options = {});
@@ -44,6 +57,17 @@ public:
     std::string four_letter(int i, const std::string& cmd) const { return server(i).four_letter(cmd); }
     std::string log_tail(int i, std::size_t lines = 80) const { return server(i).log_tail(lines); }
 
+    /// A network partition around server i (needs options.proxy_server_links, else throws
+    /// std::logic_error): blackholes every link between server i and the others (quorum and
+    /// election, both directions), which holds their traffic on existing and new connections;
+    /// clients' connections to every server are untouched. Followers drop a leader they have
+    /// not heard from in syncLimit ticks, and a leader steps down as soon as it has been out of
+    /// touch with a majority for that long.
+    void isolate(int i);
+    /// Ends every isolate(): the held traffic between servers goes on in order, as TCP's
+    /// retransmissions would after a partition heals.
+    void heal();
+
     zk_server& server(int i);
     const zk_server& server(int i) const;
 
@@ -51,10 +75,21 @@ public:
     std::filesystem::path dir() const { return dir_; }
 
 private:
+    // Server `from`'s connections to server `to` (with options.proxy_server_links).
+    struct server_link {
+        int from = 0;
+        int to = 0;
+        std::unique_ptr<fault_proxy> quorum;
+        std::unique_ptr<fault_proxy> election;
+    };
+
     void launch(int n);
+    void make_links(int n);
+    server_link& link(int from, int to);
 
     server_options options_;
     std::filesystem::path dir_;
+    std::vector<server_link> links_;  // before servers_: destroyed after them
     std::vector<std::unique_ptr<zk_server>> servers_;
     bool keep_ = false;
     int uncaught_ = 0;

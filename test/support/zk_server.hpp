@@ -23,13 +23,16 @@ struct server_options {
     std::string jvm_heap = "512m";
     /// Start in the constructor (otherwise call start()).
     bool start = true;
-    /// Extra zoo.cfg lines ("key=value"); they come last, so they override earlier keys.
     /// JVM flags for a fast start (serial GC, C1 only). Benchmarks turn this off: the protocol
     /// runs the server with its default JIT (only -Xmx512m).
     bool fast_start_jvm = true;
+    /// Extra zoo.cfg lines ("key=value"); they come last, so they override earlier keys.
     std::vector<std::string> extra_config{};
     /// Extra JVM flags, e.g. "-Djute.maxbuffer=65536" (system properties the server reads).
     std::vector<std::string> jvm_flags{};
+    /// zk_ensemble only: every link between two servers (quorum and election ports, both
+    /// directions) goes through a fault_proxy, so that zk_ensemble::isolate() can cut them.
+    bool proxy_server_links = false;
 };
 
 /// A standalone ZooKeeper server on 127.0.0.1 and a free port, in its own temp dir, run as a
