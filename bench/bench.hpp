@@ -331,6 +331,9 @@ bool rw64_writer(int contender);
 asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c);
 asio::awaitable<scenario_result> scenario_c64l(bench_ctx& c, std::optional<double> c64_acquisitions_per_s);
 asio::awaitable<scenario_result> scenario_s64(bench_ctx& c);
+/// HOLD: one session holds one lease for --duration with nothing else to do; reports the requests
+/// it sends meanwhile per second, by type (the leader probe's syncs: docs/liveness.md).
+asio::awaitable<json::object> scenario_hold(bench_ctx& c);
 asio::awaitable<void> warm_up(bench_ctx& c, double seconds);
 
 // ---- bench/report.cpp: the report: figures as JSON lines, ratios to the floor, tables, medians, plots

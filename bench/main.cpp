@@ -2,7 +2,7 @@
 // the floor, each lock figure also given as a ratio to the floor measured in the same run; and the
 // lock family's scenarios RW64 (shared_mutex) and S64 (semaphore), against the C64 floor.
 //
-//   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|floor|all|family[,...]] [--servers H:P]
+//   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|floor|all|family[,...]] [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
 //                [--hold-us N] [--permits N]
 //
@@ -78,6 +78,13 @@ asio::awaitable<void> run_once(bench_ctx& c)
             emit(c, o);
             print_floor_table(c);
             c.lines["floor"].push_back(std::move(o));
+            continue;
+        }
+        if (name == "HOLD") {
+            std::fprintf(stderr, "zklock_bench: run %d: HOLD\n", c.run);
+            json::object o = co_await scenario_hold(c);
+            emit(c, o);
+            c.lines[name].push_back(std::move(o));
             continue;
         }
         if (name == "RW64" || name == "S64" || name == "C64L") {

@@ -14,7 +14,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("help,h", "this help")
         ("scenario", po::value(&scenario)->default_value("all"),
          "U | C64 | C64L | W1000 | W10000 | W<N> | RW64 | S64 | floor | all (U,C64,C64L,W1000,W10000,floor) | "
-         "family (RW64,S64,floor), or a comma-separated list")
+         "family (RW64,S64,floor), HOLD (one idle lease held: the liveness probe's requests), or a comma-separated list")
         ("servers", po::value(&o.servers), "use this existing ZooKeeper (H:P) instead of starting one")
         ("duration", po::value(&o.duration)->default_value(5.0),
          "seconds U measures (C64, RW64, S64: twice that; U's warm-up and ping-pong: a fifth / the same)")
@@ -62,7 +62,8 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         pos = comma + 1;
         if (s == "all") wanted.insert(wanted.end(), {"U", "C64", "C64L", "W1000", "W10000", "floor"});
         else if (s == "family") wanted.insert(wanted.end(), {"RW64", "S64", "floor"});
-        else if (s == "U" || s == "C64" || s == "C64L" || s == "RW64" || s == "S64" || s == "floor") wanted.push_back(s);
+        else if (s == "U" || s == "C64" || s == "C64L" || s == "RW64" || s == "S64" || s == "HOLD" || s == "floor")
+            wanted.push_back(s);
         else if (s.size() > 1 && s[0] == 'W' && s.find_first_not_of("0123456789", 1) == std::string::npos &&
                  std::atoi(s.c_str() + 1) > 0)
             wanted.push_back("W" + std::to_string(std::atoi(s.c_str() + 1)));
@@ -93,6 +94,7 @@ double watchdog_s(const options& o)
         if (s == "U") per_run += 2 * (1.2 * o.duration + 30);
         else if (s == "C64") per_run += 2 * (2 * o.duration + 90 + hold_s) + o.duration + 30;
         else if (s == "RW64" || s == "S64" || s == "C64L") per_run += 2 * (2 * o.duration + 90 + hold_s);
+        else if (s == "HOLD") per_run += o.duration + 30;
         else if (s[0] == 'W') per_run += 2 * (w_bound_s + 60);
     }
     return o.warmup + 90 + o.repeat * per_run;

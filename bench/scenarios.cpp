@@ -523,4 +523,54 @@ asio::awaitable<void> warm_up(bench_ctx& c, double seconds)
                  static_cast<long long>(failures));
 }
 
+
+asio::awaitable<json::object> scenario_hold(bench_ctx& c)
+{
+    auto ex = co_await asio::this_coro::executor;
+    session_list ss = co_await connect_sessions(c, 1);
+    zklock::session& s = *ss.front();
+    zklock::mutex m{s, c.root + "/hold"};
+    auto l = co_await m.async_acquire(std::chrono::seconds(30), asio::deferred);
+    // From the grant on: only what holding costs (the acquire's own requests are before m0).
+    asio::steady_timer settle{ex, std::chrono::milliseconds(200)};
+    co_await settle.async_wait(asio::deferred);
+    const auto m0 = s.metrics();
+    const auto t0 = std::chrono::steady_clock::now();
+    asio::steady_timer t{ex, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(c.opt.duration))};
+    co_await t.async_wait(asio::deferred);
+    const auto m1 = s.metrics();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const bool held = l.owns_lock();
+    co_await l.async_release(asio::deferred);
+    // The lock's directory (a container), so that the run's root can be removed at the end.
+    co_await s.async_remove(c.root + "/hold", -1, asio::as_tuple(asio::deferred));
+    co_await s.async_close(asio::deferred);
+
+    json::object o;
+    o["scenario"] = "HOLD";
+    o["run"] = c.run;
+    o["seconds"] = secs;
+    o["session_timeout_ms"] = static_cast<std::int64_t>(s.negotiated_timeout().count());
+    o["held_throughout"] = held;
+    json::object per_type;
+    double total = 0;
+    for (const auto& [type, n] : m1.requests) {
+        const double rate = static_cast<double>(n - m0.requests_of(type)) / secs;
+        if (rate > 0) per_type[type] = rate;
+        total += rate;
+    }
+    o["requests_per_s"] = total;
+    o["requests_per_s_by_type"] = std::move(per_type);
+    // What the rule says: one sync per sixth of the session timeout when nothing else is written.
+    o["expected_sync_per_s"] = 6000.0 / static_cast<double>(s.negotiated_timeout().count());
+    std::printf("HOLD: one idle lease for %.1f s, session timeout %lld ms: %.3f requests/s (syncs %.3f/s; "
+                "the rule: %.3f/s)\n",
+                secs, static_cast<long long>(s.negotiated_timeout().count()), total,
+                static_cast<double>(m1.requests_of("sync") - m0.requests_of("sync")) / secs,
+                6000.0 / static_cast<double>(s.negotiated_timeout().count()));
+    if (!held) ++c.errors;
+    co_return o;
+}
+
 }  // namespace zklock_bench

@@ -22,7 +22,9 @@ namespace asio = boost::asio;
 /// Where a lease stands.
 enum class lease_status {
     held,       ///< we hold the lock and the session is connected
-    suspended,  ///< connection lost: we still hold it unless the session expires (do not act on it)
+    /// Connection lost, or the leader has not answered the session for a third of its timeout
+    /// (docs/liveness.md): we still hold it unless the session expires (do not act on it).
+    suspended,
     lost,       ///< the lock is gone: session expired (or presumed so) or our node was deleted
     released,   ///< released by us (or empty)
 };
@@ -122,9 +124,10 @@ public:
     }
 
     /// Completes when the lock is lost, with the reason: errc::lock_lost (our node was deleted),
-    /// errc::session_expired (expired, or presumed expired once 9/10 of the session timeout have
-    /// passed since the server was last heard from, so that the holder is told before the server
-    /// can act), errc::session_closed. Completes with asio::error::operation_aborted when the
+    /// errc::session_expired (expired, or presumed expired: half the session timeout after the
+    /// send time of the last request the leader answered, or 9/10 of it after the server was last
+    /// heard from, so that the holder is told before the leader can act; docs/liveness.md),
+    /// errc::session_closed. Completes with asio::error::operation_aborted when the
     /// lease is released first; at once with the reason if it is lost already.
     /// Completion signature: void(error_code). The first such wait sets a data watch on our node
     /// (one read). Cancellation (any type): completes at once with operation_aborted.

@@ -77,6 +77,10 @@ private:
 ///    with operation_aborted (a late reply is dropped; they change nothing on the server). Writes
 ///    (create, remove, set_data, multi) and async_close ignore cancellation: once sent, their
 ///    outcome is the server's (the lock recipes are where cancellation undoes what was done).
+/// While an acquire of the session waits or a lease of it is held ("engaged"), the session makes
+/// sure a request only the ZooKeeper leader answers goes out at least every sixth of the session
+/// timeout (a `sync`, counted as "sync" in metrics(), when no write went out meanwhile): the send
+/// time of the last one answered is what the leases' loss notice counts from (docs/liveness.md).
 class session {
 public:
     using executor_type = asio::any_io_executor;
