@@ -18,6 +18,7 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace zklock::test {
@@ -90,6 +91,20 @@ inline awaitable<std::size_t> wait_children(session& s, const std::string& path,
         co_await sleep_for(10ms);
     }
     co_return count;
+}
+
+/// Appends every status change of `l` to `seen`, from a coroutine spawned on `ex`, until the lease
+/// is lost or released. `l` and `seen` must outlive it.
+inline void record_statuses(const asio::any_io_executor& ex, lease& l, std::vector<lease_status>& seen)
+{
+    asio::co_spawn(ex, [&l, &seen]() -> awaitable<void> {
+        for (;;) {
+            auto [ec, st] = co_await l.async_wait_status_change(tuple);
+            if (ec) break;
+            seen.push_back(st);
+            if (st == lease_status::lost || st == lease_status::released) break;
+        }
+    }, asio::detached);
 }
 
 /// Polls `p` every 5 ms until true or `limit` passes; returns whether it became true.

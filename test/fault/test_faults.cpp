@@ -240,14 +240,7 @@ TEST_CASE("fault 3: a holder cut off for less than half the session timeout stay
         CHECK(co_await wait_children(ws, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
-            for (;;) {
-                auto [ec, st] = co_await held.async_wait_status_change(tuple);
-                if (ec) break;
-                seen.push_back(st);
-                if (st == lease_status::lost || st == lease_status::released) break;
-            }
-        }, asio::detached);
+        record_statuses(ex, held, seen);
 
         auto t0 = std::chrono::steady_clock::now();
         proxy.blackhole();
@@ -308,14 +301,7 @@ TEST_CASE("fault 4: a holder cut off for longer than the session timeout is told
         CHECK(co_await wait_children(ws, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
-            for (;;) {
-                auto [ec, st] = co_await held.async_wait_status_change(tuple);
-                if (ec) break;
-                seen.push_back(st);
-                if (st == lease_status::lost || st == lease_status::released) break;
-            }
-        }, asio::detached);
+        record_statuses(ex, held, seen);
 
         proxy.blackhole();
         auto t0 = std::chrono::steady_clock::now();

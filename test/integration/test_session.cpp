@@ -213,14 +213,7 @@ TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets
         CHECK(co_await wait_children(waiter, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        asio::co_spawn(exec, [&]() -> awaitable<void> {
-            for (;;) {
-                auto [ec, st] = co_await held.async_wait_status_change(tuple);
-                if (ec) break;
-                seen.push_back(st);
-                if (st == lease_status::lost || st == lease_status::released) break;
-            }
-        }, asio::detached);
+        record_statuses(exec, held, seen);
 
         proxy.blackhole();
         auto t0 = std::chrono::steady_clock::now();
