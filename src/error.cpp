@@ -35,6 +35,9 @@ public:
         case errc::request_too_large:
             return "The request is larger than session_config::max_request_bytes (default 1048575 bytes, the "
                    "server's default jute.maxbuffer): it was not sent.";
+        case errc::not_zookeeper:
+            return "The server answered with something that is not the ZooKeeper protocol (wrong port, or "
+                   "another service): no session was established.";
         case errc::operation_in_progress:
             return "Another wait on this object is already pending; wait again once it has completed.";
         case errc::request_dropped:

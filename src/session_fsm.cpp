@@ -174,10 +174,10 @@ session_effects session_fsm::abandon_attempt()
     return e;
 }
 
-session_effects session_fsm::on_connect_timeout()
+session_effects session_fsm::on_connect_timeout(bool not_zookeeper)
 {
     auto e = abandon_attempt();
-    e.connects = error_code(errc::connect_timeout);
+    e.connects = error_code(not_zookeeper ? errc::not_zookeeper : errc::connect_timeout);
     return e;
 }
 

@@ -107,8 +107,9 @@ public:
     session_effects on_expired();
     /// The server refused our credentials.
     session_effects on_auth_failed();
-    /// session_config::connect_timeout passed with async_connect waiters.
-    session_effects on_connect_timeout();
+    /// session_config::connect_timeout passed with async_connect waiters; `not_zookeeper`: a
+    /// server reached meanwhile answered with something that is not ZooKeeper's handshake.
+    session_effects on_connect_timeout(bool not_zookeeper = false);
     /// The last async_connect waiter was cancelled.
     session_effects on_connect_abandoned();
     /// async_close, or the session's destruction.

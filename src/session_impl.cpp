@@ -73,6 +73,9 @@ void session_impl::start_handle()
     zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, to_session_timeout_ms(cfg_.session_timeout),
                           nullptr, this, 0, &client_log);
     if (!zh_) return;
+    reconnect_attempts_ = 0;
+    reconnect_at_ = {};
+    peer_refused_ = false;
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
     zoo_set_servers_resolution_delay(zh_, -1);
     if (!cfg_.digest_auth.empty())
@@ -151,6 +154,9 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
             was_connected_ = true;
             ++connections_;
         }
+        reconnect_attempts_ = 0;
+        reconnect_at_ = {};
+        peer_refused_ = false;
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         metrics_.expiry();
@@ -265,7 +271,7 @@ std::uint64_t session_impl::connect(void_cb cb)
         connect_timer_.expires_after(to_steady(cfg_.connect_timeout));
         connect_timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (ec || self->state() == session_state::connected) return;
-            self->apply(self->fsm_.on_connect_timeout());
+            self->apply(self->fsm_.on_connect_timeout(self->peer_refused_));
         });
     }
     return id;

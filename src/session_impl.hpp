@@ -45,6 +45,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,14 @@ private:
     void after_process();
     void update_fd(int fd);
     void arm_timer(clock::time_point when);
+    /// How long after the connect attempt starting now the next one may start.
+    clock::duration next_reconnect_delay();
+    /// Whether a read would find data, the connection's end or an error (not: would block).
+    bool readable() const;
+    /// Whether the bytes waiting on the socket can be the start of a ZooKeeper ConnectResponse.
+    bool handshake_plausible() const;
+    /// Ends the connection so that the C client drops it as lost (see process()).
+    void refuse_peer();
     void release_io();
     void drop_write_registration();
     zhandle_t* detach_handle();
@@ -200,6 +209,11 @@ private:
     bool timer_waiting_ = false;
     clock::time_point timer_deadline_{};
     bool in_process_ = false;
+    clock::time_point reconnect_at_{};  // no new connect attempt before (see drive())
+    unsigned reconnect_attempts_ = 0;   // attempts since the last connection (or handle) began
+    bool handshake_checked_ = false;    // this attempt's first answer was looked at
+    bool peer_refused_ = false;         // a peer was refused since the last connection (or handle) began
+    std::minstd_rand jitter_{std::random_device{}()};
     bool completions_posted_ = false;
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;

@@ -4,17 +4,39 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
 
 namespace zklock::detail {
 
 void session_impl::drive()
 {
     if (!zh_ || in_process_) return;
+    // Without a socket (state 0: never opened, or closed after an error), the next
+    // zookeeper_interest opens one at once: the C client's own pause after trying every server
+    // (a 60th of the timeout) lasts one call, and we call it several times per turn. So a new
+    // attempt waits for reconnect_at_, which backs off while attempts fail.
+    const bool no_socket = zoo_state(zh_) == 0;
+    const auto now = clock::now();
+    if (no_socket && now < reconnect_at_) {
+        update_fd(-1);
+        arm_timer(reconnect_at_);
+        return;
+    }
     int fd = -1, interest = 0;
     struct timeval tv {};
     int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+    // An attempt began (or the client spent its own pause): the next one waits. A refused connect
+    // can fail within this very call, so the state after it says nothing.
+    if (no_socket) {
+        reconnect_at_ = now + next_reconnect_delay();
+        handshake_checked_ = false;
+    }
     update_fd(rc == ZOK ? fd : -1);
     if (fd_ != -1 && out_registered_ && !writing_ && !(interest & ZOOKEEPER_WRITE)) drop_write_registration();
     if (fd_ != -1) {
@@ -98,6 +120,73 @@ void session_impl::drop_write_registration()
     if (ec) fd_ = -1;
 }
 
+// A read wait can complete with nothing to read (the reactor re-arms its registration with each
+// wait and may report a readiness that is gone). The C client must not be asked to read then: it
+// keeps the empty buffer it set up for the next reply, and if a later send fails and it closes
+// the socket on its own (nonblocking_send), the next connection's handshake replaces that buffer
+// without freeing it. So data, the connection's end or an error, or no read.
+bool session_impl::readable() const
+{
+    int avail = 0;
+    if (::ioctl(fd_, FIONREAD, &avail) == 0 && avail > 0) return true;
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+// The C client takes the first 40 or 41 bytes it receives after its connect request for the
+// server's ConnectResponse without looking at them: from a peer that is not ZooKeeper (an HTTP
+// server's error page) it would make up a session (with the id " Bad Req"), or take ours for
+// expired on a reconnect. So what arrived first is looked at before the client reads it: a frame
+// of 36 bytes (37 with the read-only flag), protocol version 0, a timeout >= 0 and a password of
+// 16 bytes, as far as those have arrived (a server sends the whole answer in one write).
+bool session_impl::handshake_plausible() const
+{
+    unsigned char b[24];
+    const ssize_t n = ::recv(fd_, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0) return true;  // nothing yet, or an error the client sees itself
+    const auto be32 = [&](int at) {
+        return static_cast<std::uint32_t>(b[at]) << 24 | static_cast<std::uint32_t>(b[at + 1]) << 16 |
+               static_cast<std::uint32_t>(b[at + 2]) << 8 | static_cast<std::uint32_t>(b[at + 3]);
+    };
+    if (n >= 4 && be32(0) != 36 && be32(0) != 37) return false;
+    if (n >= 8 && be32(4) != 0) return false;
+    if (n >= 12 && static_cast<std::int32_t>(be32(8)) < 0) return false;
+    if (n >= 24 && be32(20) != 16) return false;
+    return true;
+}
+
+void session_impl::refuse_peer()
+{
+    peer_refused_ = true;
+    const char* server = zoo_get_current_server(zh_);
+    client_log((std::string(server ? server : "the server") +
+                " does not speak the ZooKeeper protocol: connection dropped").c_str());
+    // The socket is replaced, under its number, by one whose peer is closed: the client's read
+    // sees the connection end, and it drops it as after any connection loss, unread.
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0) {
+        ::close(sv[1]);
+        if (::dup3(sv[0], fd_, O_CLOEXEC) == -1) ::shutdown(fd_, SHUT_RDWR);
+        ::close(sv[0]);
+    } else {
+        ::shutdown(fd_, SHUT_RDWR);
+    }
+}
+
+session_impl::clock::duration session_impl::next_reconnect_delay()
+{
+    // The first attempt after a connection goes at once; then 50 ms, doubling up to 1 s, each
+    // drawn uniformly from [d/2, d] so that sessions that lost the same server spread out.
+    constexpr auto base = std::chrono::milliseconds(50), cap = std::chrono::milliseconds(1000);
+    if (reconnect_attempts_++ == 0) return clock::duration::zero();
+    auto d = std::chrono::duration_cast<clock::duration>(base);
+    for (unsigned i = 1; i < reconnect_attempts_ - 1 && d < cap; ++i) d *= 2;
+    d = std::min<clock::duration>(d, cap);
+    std::uniform_int_distribution<clock::rep> pick(d.count() / 2, d.count());
+    return clock::duration(pick(jitter_));
+}
+
 void session_impl::arm_timer(clock::time_point when)
 {
     if (timer_waiting_ && timer_deadline_ <= when) return;
@@ -120,7 +209,12 @@ void session_impl::process(int events)
     if (!zh_) return;
     auto self = shared_from_this();
     in_process_ = true;
+    if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
     if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
+    if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
+        handshake_checked_ = true;
+        if (!handshake_plausible()) refuse_peer();
+    }
     int rc = zookeeper_process(zh_, events);
     // zookeeper_process handles one reply per call: drain what the socket already holds, up to
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long

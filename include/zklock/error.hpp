@@ -36,6 +36,8 @@ enum class errc {
     request_dropped,      ///< The server closed the connection every time the request was sent
                           ///< (acquire_max_lost_creates tries): it refuses it (e.g. too large).
     operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
+    not_zookeeper,        ///< A server answered the connect with something that is not a
+                          ///< ZooKeeper connect response (async_connect, at its connect timeout).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.
