@@ -49,6 +49,10 @@ queue_policy policy_of(const acquire_request& req)
     return p;
 }
 
+/// How long a timed-out or cancelled acquire waits for the server to confirm its node is gone
+/// before it completes anyway (the deletion goes on in the background).
+constexpr auto cleanup_grace = std::chrono::milliseconds(250);
+
 class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
@@ -117,12 +121,42 @@ private:
 
     void cancel(error_code reason)
     {
-        if (fsm_.finished()) return;
+        if (fsm_.finished() || detached_) return;
         if (waiting_session_) {  // nothing sent yet
             waiting_session_ = false;
             return run(fsm_.on_cancel(reason));
         }
         run(fsm_.on_cancel(reason));
+        if (fsm_.finished()) return;
+        // Our node (or a create whose outcome is unknown) is being taken away. A healthy server
+        // answers within the grace and the acquire completes once the node is gone; one that does
+        // not (frozen, cut off, an outage) does not stretch the deadline: the acquire completes
+        // then, and the deletion goes on in the background (detach).
+        if (!timer_) timer_ = std::make_unique<asio::steady_timer>(s_->executor());
+        timer_->expires_after(cleanup_grace);
+        timer_->async_wait([weak = weak_from_this(), reason](error_code ec) {
+            if (ec) return;
+            if (auto self = weak.lock()) self->detach(reason);
+        });
+    }
+
+    // The deadline has passed and the cleanup is not done: complete now with the reason. The op
+    // lives on (its requests in flight and its wait for a connection hold it) until the fsm has
+    // taken the node away, across reconnects, or the session ended (the node went with it).
+    void detach(error_code reason)
+    {
+        if (fsm_.finished() || detached_) return;
+        detached_ = true;
+        s_->metrics().background_cleanup_started();
+        report_finished(reason);
+        h_.complete(reason, lease());
+    }
+
+    void report_finished(error_code ec)
+    {
+        if (!internal_)
+            s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec,
+                                           std::chrono::steady_clock::now() - started_, waited_, !fsm_.fast_handoff());
     }
 
     void run(acquire_fsm::action a)
@@ -383,10 +417,13 @@ private:
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
+        if (detached_) {
+            // Completed at detach; with abort_ set the fsm ends only once the node is gone.
+            s_->metrics().background_cleanup_done();
+            return;
+        }
         const auto now = std::chrono::steady_clock::now();
-        if (!internal_)
-            s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec, now - started_, waited_,
-                                           !fsm_.fast_handoff());
+        report_finished(ec);
         lease result;
         if (!ec) {
             auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
@@ -423,6 +460,7 @@ private:
     bool waiting_session_ = false;
     bool waited_ = false;  // waited for a watched node to go: a grant is a handoff (metrics)
     bool internal_;        // a cohort's own acquire (acquire_request::internal)
+    bool detached_ = false;  // completed before the cleanup was done (see detach)
     // Counts action::arm; a posted arm sends only if it is the latest (it wraps: a posted arm
     // runs within the same turn of the executor, long before 65536 more). Last, in the bools'
     // padding: W10000 holds 10 000 of these.

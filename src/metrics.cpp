@@ -100,6 +100,7 @@ const char* errc_name(errc e) noexcept
     case errc::request_too_large: return "request_too_large";
     case errc::request_dropped: return "request_dropped";
     case errc::operation_in_progress: return "operation_in_progress";
+    case errc::not_zookeeper: return "not_zookeeper";
     }
     return nullptr;
 }
@@ -138,6 +139,8 @@ metrics_snapshot metrics_state::snapshot() const
     m.reconnects = reconnects_;
     m.session_expiries = expiries_;
     m.presumed_expiries = presumed_expiries_;
+    m.background_cleanups = background_cleanups_;
+    m.background_cleanups_pending = background_cleanups_pending_;
     for (std::size_t i = 0; i < requests_.size(); ++i) m.requests.emplace_back(request_names[i], requests_[i]);
     m.listing_size = listing_size_.snapshot();
     for (const auto& [p, g] : paths_) m.paths.push_back({p, g.waiters, g.holders});
@@ -312,6 +315,15 @@ std::string to_prometheus(const session_list& sessions)
              "Sessions presumed expired client-side (the leader unconfirmed for half the session timeout, or cut off).",
              [&](const snap& m, const labs& l) {
                  r.sample("zklock_session_presumed_expiries_total", label_set(l), m.presumed_expiries);
+             });
+    r.family("zklock_background_cleanups_total", "counter",
+             "Acquires that completed before their node could be deleted; the deletion went on in the background.",
+             [&](const snap& m, const labs& l) {
+                 r.sample("zklock_background_cleanups_total", label_set(l), m.background_cleanups);
+             });
+    r.family("zklock_background_cleanups_pending", "gauge", "Background deletions of such nodes not finished yet.",
+             [&](const snap& m, const labs& l) {
+                 r.sample("zklock_background_cleanups_pending", label_set(l), m.background_cleanups_pending);
              });
     r.family("zklock_requests_total", "counter", "Requests sent to ZooKeeper, by type.", [&](const snap& m, const labs& l) {
         for (const auto& [t, n] : m.requests) r.sample("zklock_requests_total", label_set(l, {{"type", t}}), n);

@@ -72,6 +72,16 @@ public:
     void reconnect() noexcept { ++reconnects_; }
     void expiry() noexcept { ++expiries_; }
     void presumed_expiry() noexcept { ++presumed_expiries_; }
+    /// An acquire completed before its node was gone; its deletion goes on (then: ..._done).
+    void background_cleanup_started() noexcept
+    {
+        ++background_cleanups_;
+        ++background_cleanups_pending_;
+    }
+    void background_cleanup_done() noexcept
+    {
+        if (background_cleanups_pending_ > 0) --background_cleanups_pending_;
+    }
 
     /// Whether some path has waiters or holders now.
     bool engaged() const noexcept { return !paths_.empty(); }
@@ -104,6 +114,7 @@ private:
     std::uint64_t cohort_turns_ = 0, cohort_local_ = 0;
     std::uint64_t lost_deleted_ = 0, lost_expired_ = 0, lost_closed_ = 0;
     std::uint64_t reconnects_ = 0, expiries_ = 0, presumed_expiries_ = 0;
+    std::uint64_t background_cleanups_ = 0, background_cleanups_pending_ = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(request_type::count_)> requests_{};
     std::unordered_map<std::string, gauges> paths_;
     unique_function<void(bool)> on_engaged_;

@@ -58,6 +58,13 @@ inline awaitable<void> sleep_for(std::chrono::steady_clock::duration d)
     co_await t.async_wait(asio::deferred);
 }
 
+/// Suspends until `when`.
+inline awaitable<void> sleep_until(std::chrono::steady_clock::time_point when)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor, when);
+    co_await t.async_wait(asio::deferred);
+}
+
 /// Connects a session with test-friendly timeouts.
 inline awaitable<void> connect(session& s) { co_await s.async_connect(asio::deferred); }
 

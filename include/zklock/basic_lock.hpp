@@ -58,6 +58,14 @@ public:
     /// So a cancelled acquire leaves no node behind. The timeout takes the same path and completes
     /// with errc::timeout.
     ///
+    /// The deadline holds whatever the server or the network does: if the server has not
+    /// confirmed within 250 ms of the cancellation or the timeout that our node is gone (a frozen
+    /// server, a cut-off link, an outage), the operation completes then all the same, and the
+    /// deletion goes on in the background: retried across reconnects until the node is gone, or
+    /// ended by the session's expiry (the node goes with it). It survives the lock object and
+    /// ends with the session object (a closed session's ephemeral nodes are gone). Counted in
+    /// metrics_snapshot::background_cleanups (and _pending while it runs).
+    ///
     /// Errors: errc::timeout, errc::would_block (try), asio::error::operation_aborted,
     /// errc::invalid_path, errc::not_connected, errc::session_expired, errc::session_closed,
     /// errc::lock_lost (our queue node was deleted by someone else while we waited),

@@ -76,6 +76,13 @@ struct metrics_snapshot {
     /// while a lease was held or an acquire waited, or the connection was gone for 9/10 of it.
     std::uint64_t presumed_expiries = 0;
 
+    /// Acquires that completed (timed out, cancelled) before the node they had queued could be
+    /// deleted (the server did not answer within the cleanup grace): the deletion went on in the
+    /// background. `background_cleanups_pending`: those whose deletion has not finished yet (it
+    /// is retried across reconnects; an expiry of the session ends it, the node going with it).
+    std::uint64_t background_cleanups = 0;
+    std::uint64_t background_cleanups_pending = 0;
+
     /// Requests handed to the C client, by type: "create", "delete", "exists", "get_data",
     /// "set_data", "get_children" (listings included), "multi", "sync" (the leader probes sent
     /// while engaged, see session.hpp). Refused requests (not connected, too large) are not counted.

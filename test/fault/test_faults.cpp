@@ -3,7 +3,12 @@
 // Every scenario feeds the safety checker and asserts that its history is clean.
 #include "fault_common.hpp"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <algorithm>
@@ -416,6 +421,209 @@ TEST_CASE("fault 8: ZooKeeper is down when the program starts: connect fails in 
         co_await l2.async_release();
         co_await s.async_close();
         co_await runner.run([&] { down.stop(); }, 30s);
+    });
+}
+
+TEST_CASE("fault 8b: reconnects back off: sessions whose server is gone neither spin nor hammer it")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms}};
+        blocking_runner runner;
+        // One session behind a proxy whose upstream is closed once the server stops: each of its
+        // connect attempts is one connection the proxy accepts (and resets). Three more straight
+        // at the server's closed port.
+        fault_proxy proxy{server.port()};
+        std::vector<std::unique_ptr<session>> ss;
+        ss.push_back(std::make_unique<session>(ex, config_for(proxy.connect_string(), 4000ms)));
+        for (int i = 0; i < 3; ++i) ss.push_back(std::make_unique<session>(ex, config_for(server.connect_string(), 4000ms)));
+        for (auto& s : ss) co_await connect(*s);
+        co_await runner.run([&] { server.stop(); }, 30s);
+        CHECK(co_await wait_until([&] { return ss[0]->state() == session_state::suspended; }, 10s));
+        co_await sleep_for(1s);  // past the first few attempts
+
+        const auto cpu = [] {
+            rusage u{};
+            ::getrusage(RUSAGE_SELF, &u);
+            return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                   static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+        };
+        const auto accepted0 = proxy.connections_accepted();
+        const double cpu0 = cpu();
+        auto t0 = std::chrono::steady_clock::now();
+        co_await sleep_for(4s);
+        const double used = cpu() - cpu0, wall = since(t0);
+        const auto attempts = proxy.connections_accepted() - accepted0;
+        MESSAGE("4 sessions, server down: " << 100 * used / wall << " % of a core; the proxied one made " << attempts
+                                            << " connect attempts in " << wall << " s");
+        // Capped at one attempt a second (each drawn from [0.5, 1] s): 4 to 8 in 4 s.
+        CHECK(attempts >= 2);
+        CHECK(attempts <= 12);
+        CHECK(used / wall < 0.10);  // generous: the figure is printed above
+        for (auto& s : ss) CHECK(s->state() == session_state::suspended);
+
+        // Back up: the sessions reconnect within about a second of backing off.
+        co_await runner.run([&] { server.start(); }, 60s);
+        t0 = std::chrono::steady_clock::now();
+        CHECK(co_await wait_until([&] {
+            for (auto& s : ss)
+                if (s->state() != session_state::connected) return false;
+            return true;
+        }, 15s));
+        MESSAGE("all reconnected " << since(t0) << " s after the server came back");
+        for (auto& s : ss) CHECK(s->generation() == 1);
+        for (auto& s : ss) co_await s->async_close();
+    });
+}
+
+TEST_CASE("fault 8c: a frozen server does not stretch a deadline: the acquire completes in time, its node goes later")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000}};
+        session hs{ex, config_for(server.connect_string(), 8000ms)};
+        session ws{ex, config_for(server.connect_string(), 8000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        const auto path = unique_path("frozen");
+        mutex mh{hs, path}, mw{ws, path};
+        auto held = co_await mh.async_acquire(5s);
+        const auto holder = held.node();
+
+        // W waits with a 2 s deadline; W2 without one, cancelled after 1.5 s.
+        const auto t0 = std::chrono::steady_clock::now();
+        double w_took = -1, w2_took = -1;
+        error_code w_ec, w2_ec;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await mw.async_acquire(2s, tuple);
+            w_took = since(t0);
+            w_ec = ec;
+        }, asio::detached);
+        asio::cancellation_signal cancel_w2;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await mw.async_acquire(
+                asio::bind_cancellation_slot(cancel_w2.slot(), asio::as_tuple(asio::use_awaitable)));
+            w2_took = since(t0);
+            w2_ec = ec;
+        }, asio::detached);
+        REQUIRE(co_await wait_children(hs, path, 3) == 3);
+
+        // Frozen (SIGSTOP) from 0.5 s to 4.5 s: the connections stay up, nothing is answered.
+        co_await sleep_until(t0 + 500ms);
+        REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
+        co_await sleep_until(t0 + 1500ms);
+        cancel_w2.emit(asio::cancellation_type::terminal);
+        co_await sleep_until(t0 + 4500ms);
+        REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+
+        MESSAGE("server frozen from 0.5 s to 4.5 s: W (2 s deadline) completed after " << w_took << " s: "
+                << w_ec.message() << "; W2 (cancelled at 1.5 s) after " << w2_took << " s: " << w2_ec.message());
+        CHECK(w_ec == errc::timeout);
+        CHECK(w2_ec == asio::error::operation_aborted);
+        CHECK(w_took >= 2.0);
+        CHECK(w_took < 3.0);  // the bound: the deadline plus the cleanup grace (250 ms), generously
+        CHECK(w2_took >= 1.5);
+        CHECK(w2_took < 2.5);
+        CHECK(ws.metrics().background_cleanups == 2);
+
+        // Thawed: the background cleanups delete both nodes; only the holder's is left.
+        CHECK(co_await wait_until([&] { return ws.metrics().background_cleanups_pending == 0; }, 20s));
+        const auto kids = co_await children_of(ws, path);
+        for (const auto& k : kids) CHECK(path + "/" + k == holder);
+        CHECK(ws.generation() == 1);
+        co_await held.async_release(tuple);
+        CHECK(co_await wait_children(ws, path, 0) == 0);
+    });
+}
+
+namespace {
+
+/// A TCP server on 127.0.0.1 and a free port that is not ZooKeeper: it answers whatever it reads
+/// with an HTTP error and keeps the connection open, as a keep-alive HTTP server does. Runs on a
+/// thread of its own until destroyed.
+class http_peer {
+public:
+    http_peer() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}), thread_([this] {
+        asio::co_spawn(io_, accept(), asio::detached);
+        io_.run();
+    })
+    {
+    }
+    ~http_peer()
+    {
+        io_.stop();
+        thread_.join();
+    }
+    std::string connect_string() const { return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()); }
+    int connections() const { return connections_.load(); }
+
+private:
+    awaitable<void> accept()
+    {
+        for (;;) {
+            auto [ec, sock] = co_await acceptor_.async_accept(tuple);
+            if (ec) co_return;
+            ++connections_;
+            asio::co_spawn(io_, serve(std::move(sock)), asio::detached);
+        }
+    }
+    static awaitable<void> serve(asio::ip::tcp::socket sock)
+    {
+        static const std::string reply = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        char buf[512];
+        for (;;) {
+            auto [ec, n] = co_await sock.async_read_some(asio::buffer(buf), tuple);
+            if (ec) co_return;
+            co_await asio::async_write(sock, asio::buffer(reply), tuple);
+        }
+    }
+
+    asio::io_context io_;
+    asio::ip::tcp::acceptor acceptor_;
+    std::atomic<int> connections_{0};
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("fault 8d: a peer that is not ZooKeeper is never taken for one: no session is made up, none is lost")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        http_peer peer;
+        // Connecting to it: a failed connect with its own error at the connect timeout.
+        session s{ex, {.servers = peer.connect_string(), .session_timeout = 4000ms, .connect_timeout = 1500ms}};
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [ec] = co_await s.async_connect(tuple);
+        MESSAGE("connect to an HTTP server: " << since(t0) << " s, " << ec.message() << " (" << peer.connections()
+                                               << " connections)");
+        CHECK(ec == errc::not_zookeeper);
+        CHECK(since(t0) < 5.0);
+        CHECK(s.state() == session_state::disconnected);
+        CHECK(s.session_id() == 0);
+        CHECK(peer.connections() >= 1);
+
+        // A session that reconnects to it (its proxy now points there) stays suspended with its
+        // ZooKeeper session, and comes back to it once the proxy points at the server again.
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session hs{ex, config_for(proxy.connect_string(), 6000ms)};
+        co_await connect(hs);
+        const auto id = hs.session_id();
+        const auto peer_port = static_cast<std::uint16_t>(std::stoi(peer.connect_string().substr(10)));
+        proxy.set_target(peer_port);
+        proxy.reset();
+        const int before = peer.connections();
+        CHECK(co_await wait_until([&] { return peer.connections() > before; }, 10s));
+        co_await sleep_for(500ms);
+        CHECK(hs.state() == session_state::suspended);
+        CHECK(hs.generation() == 1);
+        proxy.set_target(server.port());
+        proxy.reset();
+        CHECK(co_await wait_until([&] { return hs.state() == session_state::connected; }, 10s));
+        CHECK(hs.session_id() == id);
+        CHECK(hs.generation() == 1);
+        co_await hs.async_close();
     });
 }
 
