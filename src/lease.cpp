@@ -349,8 +349,14 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
                             handler<error_code, std::vector<multi_result>> h)
 {
     using results = std::vector<multi_result>;
-    if (!s || s->status() == lease_status::released) return post_now<error_code, results>(s, std::move(h), errc::already_released, {});
-    if (s->status() == lease_status::lost) return post_now<error_code, results>(s, std::move(h), errc::lock_lost, {});
+    // Refused before anything is sent: one result per op, each with the error.
+    const auto refuse = [&](errc e) {
+        results r(ops.size());
+        for (auto& x : r) x.ec = e;
+        post_now<error_code, results>(s, std::move(h), e, std::move(r));
+    };
+    if (!s || s->status() == lease_status::released) return refuse(errc::already_released);
+    if (s->status() == lease_status::lost) return refuse(errc::lock_lost);
     if (ops.empty()) return post_now<error_code, results>(s, std::move(h), errc::invalid_argument, {});
     // check(our node, any version) first, in the same transaction: the server applies the rest
     // only while our node exists, whatever this process believes about the lease.

@@ -23,7 +23,12 @@ std::atomic<int> g_client_log_level{0};
 // in flight: they stay queued across the reconnect, the reply of one of them was lost with the old
 // connection, so the next reply does not match. Their outcome is unknown, as after any connection
 // loss: report one, so that callers retry (a create is found by its attempt id, a delete repeated).
-error_code reply_error(int rc) noexcept { return make_zk_error(rc == ZRUNTIMEINCONSISTENCY ? ZCONNECTIONLOSS : rc); }
+// The same for ZOPERATIONTIMEOUT, which the C client reports for the requests in flight when
+// its receive timeout ends the connection.
+error_code reply_error(int rc) noexcept
+{
+    return make_zk_error(rc == ZRUNTIMEINCONSISTENCY || rc == ZOPERATIONTIMEOUT ? ZCONNECTIONLOSS : rc);
+}
 
 template <class Req> Req* from(const void* data) { return static_cast<Req*>(const_cast<void*>(data)); }
 
@@ -211,7 +216,10 @@ void multi_req::complete()
             out[i].ec = ec ? ec : error_code(zk_errc::connection_loss);
             continue;
         }
-        out[i].ec = make_zk_error(results[i].err);
+        // Only the C client reports ZOPERATIONTIMEOUT (its receive timeout ended the connection),
+        // for every op: a connection loss, as for the request. (A server's ZRUNTIMEINCONSISTENCY
+        // for an op rolled back with a failed one stays what it is.)
+        out[i].ec = make_zk_error(results[i].err == ZOPERATIONTIMEOUT ? ZCONNECTIONLOSS : results[i].err);
         if (ops[i].type == ZOO_CREATE_OP && results[i].err == ZOK && results[i].value) out[i].path = results[i].value;
         if (ops[i].type == ZOO_SETDATA_OP && results[i].err == ZOK && results[i].stat) out[i].stat = to_stat(*results[i].stat);
     }

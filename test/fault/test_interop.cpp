@@ -397,14 +397,51 @@ TEST_CASE("guarded writes: a holder whose node is gone cannot write, even before
         CHECK(value2 == "1");  // no partial effect
         auto [eec, exists] = co_await other.async_exists(data + "-child", tuple);
         CHECK(exists.has_value());
-        // A lost lease refuses at once; an empty one too.
+        CHECK(lres.size() == late.size());
+        for (auto& r : lres) CHECK(r.ec == errc::lock_lost);
+        // A lost lease refuses at once; an empty or released one too: one result per op, each
+        // carrying the error.
         auto [lec2, lres2] = co_await l.async_guarded_multi(late, tuple);
         CHECK(lec2 == errc::lock_lost);
+        REQUIRE(lres2.size() == late.size());
+        for (auto& r : lres2) CHECK(r.ec == errc::lock_lost);
         lease empty;
         auto [eec2, eres] = co_await empty.async_guarded_multi(late, tuple);
         CHECK(eec2 == errc::already_released);
+        REQUIRE(eres.size() == late.size());
+        for (auto& r : eres) CHECK(r.ec == errc::already_released);
+        auto released = co_await m.async_acquire(5s);
+        co_await released.async_release();
+        auto [rec, rres] = co_await released.async_guarded_multi(late, tuple);
+        CHECK(rec == errc::already_released);
+        REQUIRE(rres.size() == late.size());
+        for (auto& r : rres) CHECK(r.ec == errc::already_released);
         co_await h.async_close();
         co_await other.async_close();
+    });
+}
+
+TEST_CASE("guarded writes: a write in flight when the connection times out reports a connection loss")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        fault_proxy proxy{fault_server().port()};
+        session h{ex, config_for(proxy.connect_string(), 3000ms)};
+        co_await connect(h);
+        const auto path = unique_path("guarded-timeout");
+        mutex m{h, path};
+        auto l = co_await m.async_acquire(5s);
+        proxy.blackhole();  // the C client gives up on the silent connection after 2/3 of 3 s
+        std::vector<multi_op> ops;
+        ops.push_back(multi_op::create(path + "-data", "x"));
+        ops.push_back(multi_op::set_data(path, "y"));
+        auto [ec, res] = co_await l.async_guarded_multi(ops, tuple);
+        MESSAGE("guarded write cut off: " << ec.message());
+        CHECK(ec == zk_errc::connection_loss);
+        REQUIRE(res.size() == ops.size());
+        for (auto& r : res) CHECK(r.ec == zk_errc::connection_loss);
+        proxy.pass();
+        co_await h.async_close();
     });
 }
 
