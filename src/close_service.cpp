@@ -1,5 +1,7 @@
 #include "close_service.hpp"
 
+#include "session_impl.hpp"
+
 #include <system_error>
 
 namespace zklock::detail {
@@ -49,8 +51,44 @@ void close_service::work()
     }
 }
 
+void close_service::enroll(session_impl* s)
+{
+    std::lock_guard lock(mutex_);
+    sessions_.insert(s);
+}
+
+void close_service::withdraw(session_impl* s)
+{
+    std::lock_guard lock(mutex_);
+    sessions_.erase(s);
+}
+
 void close_service::shutdown()
 {
+    // The sessions first: their closes go to the thread, which is joined below.
+    std::vector<std::shared_ptr<session_impl>> live;
+    {
+        std::lock_guard lock(mutex_);
+        if (!sessions_shut_down_) {
+            sessions_shut_down_ = true;
+            for (session_impl* s : sessions_)
+                if (auto p = s->weak_from_this().lock()) live.push_back(std::move(p));
+        }
+    }
+    using sink = std::vector<std::unique_ptr<c_event>>;
+    std::vector<std::shared_ptr<sink>> sinks;  // what the closes hand back: the requests they failed
+    graveyard g;
+    auto close = [&](zhandle_t* zh) {
+        auto results = sinks.emplace_back(std::make_shared<sink>());
+        unique_function<void()> job = [zh, results] {
+            redirect_results redirect(*results);
+            zookeeper_close(zh);
+        };
+        // A connected handle sends the close request and waits for the answer: on the thread.
+        if (zoo_state(zh) != ZOO_CONNECTED_STATE || !run(job)) job();
+    };
+    for (auto& s : live)
+        if (zhandle_t* zh = s->shut_down(g)) close(zh);
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -60,6 +98,21 @@ void close_service::shutdown()
     // In a child forked without notify_fork() the thread does not exist: forget it, never join.
     if (thread_.joinable() && owner_ != ::getpid()) (void)new std::thread(std::move(thread_));
     if (thread_.joinable()) thread_.join();
+    // Then what they held goes, on this thread: the handlers of the closes' failed requests, and
+    // whatever destroying those made the sessions queue anew.
+    while (!live.empty()) {
+        for (auto& results : sinks) {
+            for (auto& e : *results) {
+                e->abandon(g);
+                g.bury(std::move(e));
+            }
+            results->clear();
+        }
+        for (auto& s : live)
+            if (zhandle_t* zh = s->shut_down(g)) close(zh);  // (none: a closed session starts no handle)
+        if (g.empty()) break;
+        g.clear();
+    }
 }
 
 void close_service::notify_fork(boost::asio::execution_context::fork_event event)

@@ -55,7 +55,7 @@ std::string cohort_key(const acquire_request& req)
 
 }  // namespace
 
-class cohort : public std::enable_shared_from_this<cohort> {
+class cohort final : public session_observer, public std::enable_shared_from_this<cohort> {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -97,6 +97,36 @@ public:
         keepalive_ = self;
         if (turn_ == turn_state::idle) return start_turn();
         if (turn_ == turn_state::held) pump();
+    }
+
+    void on_session_state(session_state, std::uint64_t) override {}
+
+    // A presumed expiry reaches every local waiter at once. Those of a held turn hear of it
+    // through our node's lease (on_inner_lost); those of a turn still waiting in ZooKeeper here:
+    // the turn's acquire is cancelled (its node goes once the session is back, or with it).
+    void on_presumed_expired() override
+    {
+        if (turn_ != turn_state::acquiring || waiters_.empty()) return;
+        auto self = shared_from_this();
+        fail_waiters(errc::session_expired);
+        if (!cancel_sent_) {
+            cancel_sent_ = true;
+            cancel_.emit(asio::cancellation_type::terminal);
+        }
+        maybe_idle();
+    }
+
+    void on_shutdown(graveyard& g) override
+    {
+        for (auto& w : waiters_) g.bury(std::move(w));
+        waiters_.clear();
+        if (inner_) g.bury(std::move(inner_));
+        inner_.reset();
+        if (release_cb_) g.bury(std::move(release_cb_));
+        release_cb_ = {};
+        if (child_watch_) child_watch_->abandon(g);
+        if (keepalive_) g.bury(std::move(keepalive_));
+        keepalive_.reset();
     }
 
 private:
@@ -424,6 +454,7 @@ void initiate_cohort_acquire(session_ptr s, acquire_request req, handler<error_c
     if (!c) {
         c = std::make_shared<cohort>(s, std::move(key), req);
         slot = c;
+        s->subscribe(c);
     }
     c->acquire(std::move(req), std::move(h));
 }

@@ -187,6 +187,17 @@ void lease_state::on_presumed_expired()
     remove_node({});
 }
 
+void lease_state::on_shutdown(graveyard& g)
+{
+    for (auto& w : lost_waiters_) g.bury(std::move(w));
+    lost_waiters_.clear();
+    for (auto& w : status_waiters_) g.bury(std::move(w));
+    status_waiters_.clear();
+    for (auto& w : revoke_waiters_) g.bury(std::move(w));
+    revoke_waiters_.clear();
+    if (node_watch_) node_watch_->abandon(g);
+}
+
 void lease_state::release(unique_function<void(error_code)> cb)
 {
     if (status_ == lease_status::released) {

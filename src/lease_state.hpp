@@ -26,6 +26,7 @@ public:
     // session_observer: the session tells us of suspension, reconnection and loss.
     void on_session_state(session_state st, std::uint64_t generation) override;
     void on_presumed_expired() override;
+    void on_shutdown(graveyard& g) override;
     /// Deletes the node (retried across connection loss). `cb` may be empty (background release).
     void release(unique_function<void(error_code)> cb);
 

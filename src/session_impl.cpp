@@ -26,6 +26,7 @@ session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
       // waits still pending (a close's wait holds the results of the C callbacks).
       closer_(asio::use_service<close_service>(asio::query(ex_, asio::execution::context)))
 {
+    closer_.enroll(this);
     // The hook runs inside a recipe's step: its effects are applied from a posted handler, but the
     // evidence clock starts now (session_fsm::on_engaged).
     metrics_.on_engagement_change([this](bool engaged) {
@@ -41,6 +42,7 @@ session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
 
 session_impl::~session_impl()
 {
+    closer_.withdraw(this);
     // Only when the session was never closed (zklock::session closes it): a handle that is not
     // connected sends nothing, so this does not block.
     if (zh_) {
@@ -369,6 +371,37 @@ void session_impl::close(void_cb cb)
         ::close(signal);  // from here on the thread only drops its reference to `h`
     };
     if (!closer_.run(close_and_signal)) close_and_signal();  // no thread to be had: close here, blocking
+}
+
+zhandle_t* session_impl::shut_down(graveyard& g)
+{
+    if (!shut_down_) {
+        shut_down_ = true;
+        (void)fsm_.on_close();  // closed; the effects (handlers to call) are what is dropped here
+    }
+    zhandle_t* zh = detach_handle();
+    for (auto& [id, w] : connect_waiters_) g.bury(std::move(w));
+    connect_waiters_.clear();
+    for (auto& [gen, w] : connected_waiters_) g.bury(std::move(w));
+    connected_waiters_.clear();
+    for (auto& w : state_waiters_) g.bury(std::move(w));
+    state_waiters_.clear();
+    for (auto& e : completed_) {
+        e->abandon(g);
+        g.bury(std::move(e));
+    }
+    completed_.clear();
+    completed_bytes_ = 0;
+    for (auto& b : open_listings_) {  // (the posted send_listing holds the batch: Asio destroys that)
+        for (auto& w : b->waiters) g.bury(std::move(w));
+        b->waiters.clear();
+    }
+    open_listings_.clear();
+    watches_.abandon(g);
+    auto observers = observers_;
+    for (auto& w : observers)
+        if (auto o = w.lock()) o->on_shutdown(g);
+    return zh;
 }
 
 std::shared_ptr<asio::posix::stream_descriptor> session_impl::close_signal(int& write_end)

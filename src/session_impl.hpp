@@ -60,6 +60,8 @@ public:
     virtual void on_session_state(session_state st, std::uint64_t generation) = 0;
     /// Cut off for (nearly) the session timeout: the server has presumably expired the session.
     virtual void on_presumed_expired() = 0;
+    /// The execution context shuts down: every handler and callback held is buried, none called.
+    virtual void on_shutdown(graveyard& g) = 0;
 
 protected:
     ~session_observer() = default;
@@ -105,6 +107,11 @@ public:
     /// The session is closed at once; the C client's close (which waits for the server's answer)
     /// runs on the close_service's thread, and `cb` completes (posted) after it.
     void close(void_cb cb);
+    /// The execution context shuts down (close_service): the session is closed without a word to
+    /// anyone. Every handler and callback it holds, or that its observers and the watches it
+    /// knows hold, is buried (destroying them may bury more: call again until nothing comes);
+    /// returns the C handle, detached, for the caller to close (once).
+    zhandle_t* shut_down(graveyard& g);
 
     /// Completes at the next state change.
     void wait_state_change(unique_function<void(error_code, session_state)> cb);
@@ -246,6 +253,7 @@ private:
     std::vector<std::string> listings_in_flight_;                // the path of each listing sent, not answered
     void send_listing(const std::shared_ptr<listing_batch>& b);
     std::size_t next_queue_size_ = 0;
+    bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
     std::uint64_t connections_ = 0;  // see connections()

@@ -25,6 +25,12 @@ void watch_state::wait(unique_function<void(error_code, watch_event)> cb)
 
 void watch_state::cancel_wait() { waiter_ = {}; }
 
+void watch_state::abandon(graveyard& g)
+{
+    if (waiter_) g.bury(std::move(waiter_));
+    waiter_ = {};
+}
+
 void watch_table::add(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w)
 {
     table& t = kind == watch_kind::data ? data_ : kind == watch_kind::exist ? exist_ : child_;
@@ -67,6 +73,17 @@ void watch_table::fail_all(error_code ec)
         for (auto& [path, list] : copy)
             for (auto& w : list)
                 if (auto s = w.lock()) s->fire(ec, {watch_event_type::deleted, path});
+    }
+}
+
+void watch_table::abandon(graveyard& g)
+{
+    for (table* t : {&data_, &exist_, &child_}) {
+        auto copy = std::move(*t);
+        t->clear();
+        for (auto& [path, list] : copy)
+            for (auto& w : list)
+                if (auto s = w.lock()) s->abandon(g);
     }
 }
 

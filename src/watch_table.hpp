@@ -2,6 +2,7 @@
 // the watches ZooKeeper has registered for us, by kind and path.
 #pragma once
 
+#include "graveyard.hpp"
 #include "handler_util.hpp"
 
 #include <zklock/detail/unique_function.hpp>
@@ -26,6 +27,8 @@ public:
     /// Internal waiter (runs on the session executor); one at a time.
     void wait(unique_function<void(error_code, watch_event)> cb);
     void cancel_wait();
+    /// The execution context shuts down: the waiter is buried, never called.
+    void abandon(graveyard& g);
     bool fired() const noexcept { return result_ != nullptr; }
     bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
     const asio::any_io_executor& executor() const noexcept { return ex_; }
@@ -49,6 +52,8 @@ public:
     void deliver(int zk_event_type, const std::string& path);
     /// The session is gone: every watch fires with `ec`.
     void fail_all(error_code ec);
+    /// The execution context shuts down: every waiter is buried, the table emptied.
+    void abandon(graveyard& g);
 
 private:
     using table = std::unordered_map<std::string, std::vector<std::weak_ptr<watch_state>>>;

@@ -187,6 +187,21 @@ void on_multi(int rc, const void* data)
 
 // Watch registration happens when the read's reply is handled: the reply always precedes any event
 // of the watch in ZooKeeper's stream, and our queue keeps that order.
+void exists_req::abandon(graveyard& g)
+{
+    if (w) w->abandon(g);
+}
+
+void data_req::abandon(graveyard& g)
+{
+    if (w) w->abandon(g);
+}
+
+void children_req::abandon(graveyard& g)
+{
+    if (w) w->abandon(g);
+}
+
 void exists_req::complete()
 {
     if (w && !ec) s->register_watch(watch_kind::exist, path, w);

@@ -7,6 +7,8 @@
 // client has returned, so no user code and no recipe step ever runs inside the C client.
 #pragma once
 
+#include "graveyard.hpp"
+
 #include <zklock/detail/listing.hpp>
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/error.hpp>
@@ -38,6 +40,8 @@ using listing_cb = unique_function<void(error_code, std::shared_ptr<const listin
 struct c_event {
     virtual ~c_event() = default;
     virtual void complete() = 0;
+    /// It will never complete (the execution context shuts down): let go of what a watch holds.
+    virtual void abandon(graveyard&) {}
     std::size_t bytes = 0;  ///< payload held until complete() (listings): bounds the read drain
 };
 
@@ -78,6 +82,7 @@ struct exists_req final : request_base {
     std::string path;
     std::optional<zklock::stat> st;
     void complete() override;  // registers the watch if the read succeeded
+    void abandon(graveyard& g) override;
 };
 
 struct data_req final : request_base {
@@ -87,6 +92,7 @@ struct data_req final : request_base {
     std::string data;
     zklock::stat st;
     void complete() override;
+    void abandon(graveyard& g) override;
 };
 
 struct set_req final : request_base {
@@ -105,6 +111,7 @@ struct children_req final : request_base {
     std::string path;
     std::vector<std::string> children;
     void complete() override;
+    void abandon(graveyard& g) override;
 };
 
 /// A lock path's children, parsed where the C client hands them over (see listing.hpp).

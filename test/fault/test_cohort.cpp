@@ -300,6 +300,49 @@ TEST_CASE("cohort: a session loss reaches every local holder and waiter; the loc
     });
 }
 
+TEST_CASE("cohort: a presumed expiry fails the local waiters of a turn still queued in ZooKeeper at once")
+{
+    // The waiters of a held turn heard of a presumed expiry through the turn's lease; those of a
+    // turn whose node still waited in ZooKeeper heard only of an expiry the server confirmed:
+    // never, while the server stayed out of reach.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session hs{ex, config_for(proxy.connect_string(), 4000ms)};
+        session os{ex, config_for(server.connect_string(), 6000ms)};
+        co_await connect(hs);
+        co_await connect(os);
+        const auto path = unique_path("cohort-presumed-queued");
+        mutex mh{hs, path, cohort_options(32)}, mo{os, path};
+        auto held = co_await mo.async_acquire(5s);
+        constexpr int local_waiters = 3;
+        std::vector<error_code> reasons;
+        for (int i = 0; i < local_waiters; ++i)
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                auto [ec, l] = co_await mh.async_acquire(60s, tuple);
+                reasons.push_back(ec);
+            }, asio::detached);
+        CHECK(co_await wait_children(os, path, 2) == 2);  // the turn's node waits behind ours
+
+        proxy.blackhole();
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK(co_await wait_until([&] { return reasons.size() == local_waiters; }, 10s));
+        MESSAGE("the local waiters were told " << since(t0) << " s after the cut");
+        for (auto& r : reasons) CHECK(r == errc::session_expired);
+        CHECK(hs.metrics().presumed_expiries == 1);
+
+        // Once back (the server expired the session meanwhile, or the turn's acquire deleted its
+        // node), no node of the old turn is left, and the cohort queues again.
+        proxy.pass();
+        co_await held.async_release();
+        auto again = co_await mh.async_acquire(20s);
+        CHECK(again.owns_lock());
+        CHECK(co_await wait_children(os, path, 1) == 1);
+        co_await again.async_release();
+    });
+}
+
 TEST_CASE("cohort: our node deleted by another client: local holder and waiters are told lock_lost")
 {
     run([]() -> awaitable<void> {

@@ -7,6 +7,10 @@
 
 #include <dirent.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 using namespace zklock;
 using namespace zklock::test;
 
@@ -211,4 +215,115 @@ TEST_CASE("a multi that gets no answer reports the error for every op, never an 
         co_await s.async_remove(path, -1, tuple);
         co_await s.async_close();
     });
+}
+
+namespace {
+
+// What one scenario of the test below leaves suspended in a zklock operation, on a session of the
+// io_context that is then destroyed. `ready` is set once it is suspended there.
+using victim_body = std::function<awaitable<void>(session&, const std::string& path, bool& ready)>;
+
+awaitable<void> victim(std::string servers, std::string path, victim_body body, bool* ready)
+{
+    session s{co_await asio::this_coro::executor, config_for(servers, 20000ms)};
+    co_await connect(s);
+    // Observable from outside: an ephemeral node of this session, gone only when the session is.
+    co_await s.async_create(path + "-marker", "", create_mode::ephemeral, asio::deferred);
+    co_await body(s, path, *ready);
+}
+
+}  // namespace
+
+TEST_CASE("destroying the io_context mid-operation frees every operation and ends the ZooKeeper session")
+{
+    // Asio destroys the pending handlers of a destroyed io_context. A session held its operations'
+    // handlers (and the coroutine frames holding the session) itself: the cycle outlived the
+    // context, with the socket open and the ZooKeeper session alive until the server expired it.
+    victim_body body;
+    std::string name;
+    SUBCASE("a waiting acquire")
+    {
+        name = "acquire";
+        body = [](session& s, const std::string& path, bool& ready) -> awaitable<void> {
+            mutex m{s, path};
+            ready = true;
+            co_await m.async_acquire(asio::deferred);
+        };
+    }
+    SUBCASE("a waiting acquire with a timeout")
+    {
+        name = "timed";
+        body = [](session& s, const std::string& path, bool& ready) -> awaitable<void> {
+            mutex m{s, path};
+            ready = true;
+            co_await m.async_acquire(60s, asio::deferred);
+        };
+    }
+    SUBCASE("two waiting cohort acquires")
+    {
+        name = "cohort";
+        body = [](session& s, const std::string& path, bool& ready) -> awaitable<void> {
+            lock_options o;
+            o.cohort = true;
+            mutex m{s, path, o};
+            asio::co_spawn(co_await asio::this_coro::executor, m.async_acquire(asio::use_awaitable), asio::detached);
+            ready = true;
+            co_await m.async_acquire(asio::deferred);
+        };
+    }
+    SUBCASE("a watch wait")
+    {
+        name = "watch";
+        body = [](session& s, const std::string& path, bool& ready) -> awaitable<void> {
+            auto [st, w] = co_await s.async_watch_exists(path + "-absent", asio::deferred);
+            ready = true;
+            co_await w.async_wait(asio::deferred);
+        };
+    }
+    SUBCASE("a held lease's waits")
+    {
+        name = "lease";
+        body = [](session& s, const std::string& path, bool& ready) -> awaitable<void> {
+            auto l = co_await mutex{s, path + "-free"}.async_acquire(10s, asio::deferred);
+            asio::co_spawn(co_await asio::this_coro::executor, l.async_wait_status_change(asio::use_awaitable),
+                           asio::detached);
+            ready = true;
+            co_await l.async_wait_lost(asio::deferred);
+        };
+    }
+    CAPTURE(name);
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        const auto path = unique_path("destroyed-" + name);
+        session holder{ex, config_for(server.connect_string(), 20000ms)};
+        co_await connect(holder);
+        auto held = co_await mutex{holder, path}.async_acquire(10s);
+        bool ready = false;
+        {
+            asio::io_context ioc;
+            asio::co_spawn(ioc, victim(server.connect_string(), path, body, &ready), asio::detached);
+            const auto t0 = std::chrono::steady_clock::now();
+            while (!ready && since(t0) < 20) ioc.run_for(10ms);
+            REQUIRE(ready);
+            ioc.run_for(300ms);  // its requests answered: the operation waits
+            REQUIRE((co_await children_of(holder, "/zklock-test")).size() > 0);
+        }  // ~io_context with the operation pending
+        // The victim's session is closed, not left to expire (20 s): its marker goes at once.
+        const auto t0 = std::chrono::steady_clock::now();
+        bool gone = false;
+        while (!gone && since(t0) < 8) {
+            auto [ec, st] = co_await holder.async_exists(path + "-marker", tuple);
+            gone = !ec && !st;
+            if (!gone) co_await sleep_for(20ms);
+        }
+        CHECK(gone);
+        MESSAGE("the victim's session ended " << ms_since(t0) << " ms after its io_context was destroyed");
+        CHECK((co_await children_of(holder, path)).size() == 1);  // only the holder's node is left
+        co_await held.async_release();
+        co_await holder.async_close();
+    });
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(__lsan_do_recoverable_leak_check() == 0);  // the session, the operations, the frames
+#endif
 }
