@@ -1,5 +1,6 @@
 // The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
 #include "cohort.hpp"
+#include "deadline.hpp"
 #include "lease_state.hpp"
 #include "session_impl.hpp"
 
@@ -48,10 +49,6 @@ queue_policy policy_of(const acquire_request& req)
     p.count_known = p.count_known || (req.count_known && *req.count_known);
     return p;
 }
-
-/// How long a timed-out or cancelled acquire waits for the server to confirm its node is gone
-/// before it completes anyway (the deletion goes on in the background).
-constexpr auto cleanup_grace = std::chrono::milliseconds(250);
 
 class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
@@ -473,6 +470,7 @@ void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, le
 {
     if (req.cohort && req.policy.kind != node_kind::permit) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
     auto timeout = req.timeout;
+    if (req.try_only && !timeout) timeout = s->answer_deadline();
     std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start(timeout);
 }
 

@@ -35,6 +35,11 @@ inline steady::duration time_left(steady::time_point deadline, steady::time_poin
     return deadline - now;  // deadline > now >= epoch: cannot overflow
 }
 
+/// How long an operation whose deadline has passed (or that was cancelled) waits for the server to
+/// confirm its cleanup (our node deleted, a lease released) before it completes anyway: the
+/// cleanup goes on in the background. The bound documented in basic_lock.hpp and multi_lock.hpp.
+inline constexpr auto cleanup_grace = std::chrono::milliseconds(250);
+
 /// A session timeout for the C client's int parameter, clamped to [0, 2^28] ms. 2^28 ms (3 days)
 /// is far above any server's maxSessionTimeout, and the client computes recv_timeout * 2 / 3 in an
 /// int: from 2^30 ms on it never connects (measured with 3.8.0).

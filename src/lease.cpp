@@ -353,7 +353,10 @@ void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
     if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
-    s->release([sh](error_code ec) { sh->complete(ec); });
+    allow_cancel(sh, s->session()->executor());  // stops the wait; the deletion goes on
+    s->release([sh](error_code ec) {
+        if (*sh) sh->complete(ec);
+    });
 }
 
 void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op> ops,

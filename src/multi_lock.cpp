@@ -100,7 +100,10 @@ private:
         // Between steps nothing is in flight: step() runs only from on_acquired, which sees cancelled_.
     }
 
-    // Releases what was taken, then completes with `ec`.
+    // Releases what was taken, then completes with `ec`: once the releases are done, or when the
+    // cleanup grace has passed, whichever comes first. A release the server has not confirmed by
+    // then goes on in the background (a lease's release is retried across reconnects), counted
+    // as a background cleanup.
     void fail(error_code ec)
     {
         failure_ = ec;
@@ -109,16 +112,30 @@ private:
             if (!l.owns_lock()) continue;
             ++releasing_;
             l.async_release([self](error_code) {
-                if (--self->releasing_ == 0) self->complete(self->failure_);
+                --self->releasing_;
+                if (self->backgrounded_ > 0) {
+                    --self->backgrounded_;
+                    self->s_->metrics().background_cleanup_done();
+                } else if (self->releasing_ == 0) {
+                    self->complete(self->failure_);
+                }
             });
         }
-        if (releasing_ == 0) complete(failure_);
+        if (releasing_ == 0) return complete(failure_);
+        grace_ = std::make_unique<asio::steady_timer>(s_->executor(), cleanup_grace);
+        grace_->async_wait([self](error_code e) {
+            if (e || self->done_) return;
+            self->backgrounded_ = self->releasing_;
+            for (std::size_t i = 0; i < self->backgrounded_; ++i) self->s_->metrics().background_cleanup_started();
+            self->complete(self->failure_);
+        });
     }
 
     void complete(error_code ec)
     {
         if (done_) return;
         done_ = true;
+        if (grace_) grace_->cancel();
         results r;
         if (!ec) r = std::move(taken_);
         if (in_initiation_) h_.post(s_->executor(), ec, std::move(r));
@@ -141,6 +158,8 @@ private:
     bool in_initiation_ = false;
     error_code failure_;
     std::size_t releasing_ = 0;
+    std::size_t backgrounded_ = 0;  // releases still running after the grace (see fail)
+    std::unique_ptr<asio::steady_timer> grace_;
 };
 
 }  // namespace

@@ -94,6 +94,8 @@ public:
     /// How often the driver must send a request to the leader while engaged (a sync when no write
     /// went out meanwhile): T/6.
     clock::duration probe_interval() const noexcept { return timeout() / 6; }
+    /// How long a try-acquire waits for its answer: until the session would doubt its server.
+    clock::duration answer_deadline() const noexcept { return timeout() / 3; }
 
     /// A C handle was started (connect, or a fresh one after an expiry).
     session_effects on_handle_started();

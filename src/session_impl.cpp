@@ -306,6 +306,9 @@ void session_impl::wait_connected(std::uint64_t generation, void_cb cb)
 
 namespace {
 
+// The longest async_close waits for the C client's close (see close()).
+constexpr auto close_bound = std::chrono::milliseconds(2000);
+
 // What the close thread hands back.
 struct close_handover {
     std::vector<c_event*> results;   // owned by whoever takes them; never freed by the thread
@@ -347,18 +350,30 @@ void session_impl::close(void_cb cb)
         return;
     }
     auto h = std::make_shared<close_handover>();
+    // `cb` completes when the thread's close is done, or at close_bound, whichever comes first:
+    // the C client can take longer than its own 1.5 s wait (flushing a full send buffer first, up
+    // to 3 s more). The close then goes on; the requests it fails complete when it is done.
+    auto once = std::make_shared<void_cb>(std::move(cb));
+    auto bound = std::make_shared<asio::steady_timer>(ex_, close_bound);
+    bound->async_wait([once](error_code ec) {
+        if (!ec && *once) std::exchange(*once, {})({});
+    });
     // The wait goes first: a reactor wait sees only readiness that comes after it (edge-triggered).
     auto& d = *done;
-    d.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), done = std::move(done), h,
-                                                           cb = std::move(cb)](error_code ec) mutable {
+    d.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), done = std::move(done), h, once,
+                                                           bound](error_code ec) mutable {
         if (ec == asio::error::operation_aborted) return;  // torn down first: ~close_handover frees the results
+        bound->cancel();
+        auto finish = [&](error_code e) {
+            if (*once) std::exchange(*once, {})(e);
+        };
         // Only the thread's close makes the pipe readable, after it set `ready`; were it ever not
         // set, the results are left alone (leaked) rather than raced for.
-        if (ec || !h->ready.load(std::memory_order_acquire)) return cb(ec);
+        if (ec || !h->ready.load(std::memory_order_acquire)) return finish(ec);
         for (c_event* e : h->results) self->enqueue(std::unique_ptr<c_event>(e));
         h->results.clear();
         self->run_completions();
-        cb({});
+        finish({});
     });
     unique_function<void()> close_and_signal = [h, zh, signal] {
         std::vector<std::unique_ptr<c_event>> sink;

@@ -85,6 +85,9 @@ public:
     std::uint64_t connections() const noexcept { return connections_; }
     std::int64_t session_id() const noexcept { return fsm_.session_id(); }
     std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }
+    /// The deadline of an operation that has none of its own (a try-acquire): a third of the
+    /// session timeout, when an engaged session starts to doubt its server (session_fsm).
+    clock::duration answer_deadline() const noexcept { return fsm_.answer_deadline(); }
     /// Whether a node's ephemeralOwner is this session (as it is now).
     bool owns(const zklock::stat& st) const noexcept { return st.ephemeral_owner != 0 && st.ephemeral_owner == session_id(); }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }

@@ -93,6 +93,10 @@ public:
 
     /// Acquires the lock only if it is free now: one round trip (a semaphore's first acquire: two);
     /// errc::would_block if it is held (our node is deleted again before completing).
+    /// Its deadline is a third of the session timeout (negotiated_timeout(), or the configured one
+    /// before the first connect): a server that has not answered by then (frozen, cut off, or no
+    /// connection yet) ends it with errc::timeout, within the cleanup grace below, and a node it
+    /// may have created is deleted in the background. Otherwise as async_acquire.
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_try_acquire(Token&& token = {})
     {

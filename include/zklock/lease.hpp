@@ -111,10 +111,13 @@ public:
 
     /// Deletes our node; status() is released from the call on, and pending waits complete with
     /// operation_aborted. Completion signature: void(error_code). Retries across connection loss;
-    /// succeeds when the node is gone (also when the session ended, which removed it).
+    /// succeeds when the node is gone (also when the session ended, which removed it): during an
+    /// outage, that is when the server is back or the session has ended.
     /// Errors: errc::already_released (empty or already released lease: nothing sent),
-    /// zk_errc::no_auth (someone re-ACLed our node). Not cancellable: a release always runs to
-    /// completion.
+    /// zk_errc::no_auth (someone re-ACLed our node).
+    /// Cancellation (any type) stops the wait, not the release: completes at once with
+    /// operation_aborted, and the deletion goes on in the background (so a release raced against
+    /// a timer with `||` returns when the timer fires).
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_release(Token&& token = {})
     {

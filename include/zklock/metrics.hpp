@@ -77,8 +77,8 @@ struct metrics_snapshot {
     std::uint64_t presumed_expiries = 0;
 
     /// Acquires that completed (timed out, cancelled) before the node they had queued could be
-    /// deleted (the server did not answer within the cleanup grace): the deletion went on in the
-    /// background. `background_cleanups_pending`: those whose deletion has not finished yet (it
+    /// deleted (the server did not answer within the cleanup grace), and multi_lock releases not
+    /// confirmed within it: the deletion went on in the background. `background_cleanups_pending`: those whose deletion has not finished yet (it
     /// is retried across reconnects; an expiry of the session ends it, the node going with it).
     std::uint64_t background_cleanups = 0;
     std::uint64_t background_cleanups_pending = 0;

@@ -69,6 +69,10 @@ public:
     /// Cancellation: terminal, partial and total alike. The acquire in flight is cancelled (it
     /// deletes its node, as basic_lock::async_acquire documents per state), then every lease
     /// taken so far is released, then the operation completes with operation_aborted.
+    /// Deadline: as a single acquire's, the operation completes within the cleanup grace (250 ms)
+    /// of its deadline or cancellation whatever the server does, plus one more grace for the
+    /// releases of what was taken: a release the server has not confirmed by then goes on in the
+    /// background (counted in metrics_snapshot::background_cleanups).
     /// Errors: those of the single acquires (the first one that failed; what was taken is
     /// released first); errc::timeout when the deadline passes between two acquires;
     /// errc::invalid_argument for an empty set or the same path listed twice (nothing sent).

@@ -159,7 +159,9 @@ public:
     /// Closes the ZooKeeper session: its ephemeral nodes go at once. state() is closed from the
     /// call on, and outstanding operations complete with errc::session_closed.
     /// Completion signature: void(error_code); completes once the server has answered the close
-    /// request (or the C client gave up waiting, ~1.5 s).
+    /// request, or the C client gave up waiting for it (1.5 s), and at the latest 2 s after the
+    /// call whatever the server or the network does (a close the C client has not finished by
+    /// then goes on; the requests it fails complete when it is done).
     /// The C client's close blocks while it waits for that answer: it runs on a thread of the
     /// execution context (one per context, joined when the context is destroyed), so the executor
     /// never blocks. That thread never touches the executor: once the close has completed, the

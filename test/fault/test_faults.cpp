@@ -536,6 +536,109 @@ TEST_CASE("fault 8c: a frozen server does not stretch a deadline: the acquire co
     });
 }
 
+TEST_CASE("fault 8e: no deadline stretches with an outage: acquire, try-acquire, multi_lock and close, frozen or blackholed")
+{
+    // The server stops answering at 0.5 s and comes back at 5 s (session timeout 6 s: it survives).
+    // Every operation below has a deadline well before 5 s; each used to complete only once the
+    // server was back (or, for a try-acquire, never had a deadline at all).
+    std::string how;
+    SUBCASE("frozen server (SIGSTOP)") { how = "frozen"; }
+    SUBCASE("blackholed link (fault proxy)") { how = "blackholed"; }
+    CAPTURE(how);
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000}};
+        fault_proxy proxy{server.port()};
+        const bool frozen = how == "frozen";
+        const auto via = frozen ? server.connect_string() : proxy.connect_string();
+        session hs{ex, config_for(server.connect_string(), 6000ms)};
+        session ws{ex, config_for(via, 6000ms)};  // the try-acquire's answer deadline: 2 s
+        session cs{ex, config_for(via, 6000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        co_await connect(cs);
+        const auto path = unique_path("outage");
+        const auto multi_path = unique_path("a-outage");  // sorts first: the multi takes it first
+        auto held = co_await mutex{hs, path}.async_acquire(5s);
+        mutex mw{ws, path}, free_lock{ws, path + "-free"};
+        auto to_release = co_await mutex{ws, path + "-released"}.async_acquire(5s);
+
+        const auto t0 = std::chrono::steady_clock::now();
+        struct outcome {
+            double took = -1;
+            error_code ec;
+        } acquire, try_acquire, multi, close, release;
+        // multi_lock: the free lock is taken before the outage; the held one times out at 2.5 s;
+        // then the free one's release gets no answer.
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            std::vector<lock_spec> specs{lock_spec::exclusive(path), lock_spec::exclusive(multi_path)};
+            multi_lock ml{ws, specs};
+            auto [ec, leases] = co_await ml.async_acquire(2500ms, tuple);
+            multi = {since(t0), ec};
+        }, asio::detached);
+        co_await sleep_until(t0 + 500ms);
+        REQUIRE(co_await wait_children(hs, path, 2) == 2);  // the multi waits behind the holder
+        REQUIRE(co_await wait_children(hs, multi_path, 1) == 1);  // holding the other lock
+        if (frozen) REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
+        else proxy.blackhole();
+        co_await sleep_until(t0 + 1000ms);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await mw.async_acquire(2s, tuple);
+            acquire = {since(t0), ec};
+        }, asio::detached);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await free_lock.async_try_acquire(tuple);
+            try_acquire = {since(t0), ec};
+        }, asio::detached);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec] = co_await cs.async_close(tuple);
+            close = {since(t0), ec};
+        }, asio::detached);
+        // A release waits for the server; cancelled at 1.5 s, it stops waiting.
+        asio::cancellation_signal stop_release;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec] = co_await to_release.async_release(
+                asio::bind_cancellation_slot(stop_release.slot(), asio::as_tuple(asio::use_awaitable)));
+            release = {since(t0), ec};
+        }, asio::detached);
+        co_await sleep_until(t0 + 1500ms);
+        stop_release.emit(asio::cancellation_type::terminal);
+        co_await sleep_until(t0 + 5000ms);
+        if (frozen) REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+        else proxy.pass();
+        CHECK(co_await wait_until([&] { return acquire.took > 0 && try_acquire.took > 0 && multi.took > 0 && close.took > 0 && release.took > 0; }, 20s));
+
+        MESSAGE(how << " from 0.5 s to 5 s; completed after: acquire (2 s deadline at 1 s) " << acquire.took << " s: "
+                    << acquire.ec.message() << "; try-acquire (at 1 s) " << try_acquire.took << " s: "
+                    << try_acquire.ec.message() << "; multi_lock (2.5 s deadline at 0 s) " << multi.took << " s: "
+                    << multi.ec.message() << "; close (at 1 s) " << close.took << " s; release (cancelled at 1.5 s) "
+                    << release.took << " s");
+        // The bounds, with generous margins (each is well before the server came back at 5 s):
+        // the deadline plus the cleanup grace (250 ms); a multi_lock adds one more grace for its
+        // releases; a try-acquire's deadline is a third of the session timeout; a close completes
+        // within 1.5 s.
+        CHECK(acquire.ec == errc::timeout);
+        CHECK(acquire.took < 4.0);
+        CHECK(try_acquire.ec == errc::timeout);
+        CHECK(try_acquire.took < 4.0);
+        CHECK(multi.ec == errc::timeout);
+        CHECK(multi.took < 4.0);
+        CHECK_FALSE(close.ec);
+        CHECK(close.took < 4.0);
+        CHECK(release.ec == asio::error::operation_aborted);
+        CHECK(release.took < 2.5);
+
+        // Back: the cleanups finish; only the holder's node is left (frozen, the holder's own
+        // session presumed itself expired and removed it too), and the multi's other lock is free.
+        CHECK(co_await wait_until([&] { return ws.metrics().background_cleanups_pending == 0; }, 20s));
+        CHECK(co_await wait_children(hs, path, frozen ? 0 : 1) == (frozen ? 0 : 1));
+        CHECK(co_await wait_children(hs, multi_path, 0) == 0);
+        CHECK(co_await wait_children(hs, path + "-free", 0) == 0);
+        CHECK(co_await wait_children(hs, path + "-released", 0) == 0);  // the release went on
+        co_await held.async_release(tuple);
+    });
+}
+
 namespace {
 
 /// A TCP server on 127.0.0.1 and a free port that is not ZooKeeper: it answers whatever it reads
