@@ -6,6 +6,7 @@
 #include "deadline.hpp"
 
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/server_list.hpp>
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
@@ -76,6 +77,8 @@ void session_impl::start_handle()
     reconnect_attempts_ = 0;
     reconnect_at_ = {};
     peer_refused_ = false;
+    pending_servers_.reset();  // the handle has cfg_.servers
+    installed_servers_ = std::string(split_chroot(cfg_.servers).hosts);
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
     zoo_set_servers_resolution_delay(zh_, -1);
     if (!cfg_.digest_auth.empty())
