@@ -161,6 +161,7 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
         reconnect_at_ = {};
         peer_refused_ = false;
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
+        follow_ensemble();
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         metrics_.expiry();
         auto e = fsm_.on_expired();
@@ -473,6 +474,16 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
+    submit(std::move(r), rc, request_type::get_data);
+}
+
+void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
+{
+    auto r = make_req<data_req>(this, std::move(cb));
+    r->w = std::move(w);
+    r->path = ZOO_CONFIG_NODE;  // the path its watch's events carry, with or without a chroot
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_agetconfig(zh_, r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
 }
 

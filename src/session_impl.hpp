@@ -5,7 +5,7 @@
 //                             becomes of those waiting for a connection
 //   zk_requests.{hpp,cpp}     the C client's side: request objects and the C callbacks
 //   session_io.cpp            the reactor loop (below)
-//   session_servers.cpp       the server list: set_servers
+//   session_servers.cpp       the server list: set_servers, and following the ensemble's config
 //   watch_table.{hpp,cpp}     one-shot watches and the table of those the server holds for us
 //   close_service.{hpp,cpp}   the thread the C client's blocking close runs on
 //   session_impl.cpp          this class: events, connect and close, the requests
@@ -134,6 +134,10 @@ public:
     /// Creates "/a", "/a/b", ... up to `dir` as container nodes (the server removes them again
     /// once they have had children and are empty). Existing ones are fine.
     void create_containers(const std::string& dir, void_cb cb);
+    /// Reads the ensemble's dynamic configuration (/zookeeper/config, whatever the chroot), as
+    /// get_data does.
+    void get_config(std::shared_ptr<watch_state> w, data_cb cb);
+
     /// session::set_servers (session_servers.cpp).
     error_code set_servers(std::string servers);
 
@@ -191,6 +195,8 @@ private:
     void install_servers();
     /// Whether the server the socket is connected to is in `l`.
     bool peer_listed(const pending_list& l) const;
+    void follow_ensemble();
+    void on_ensemble_config(const std::string& data);
 
     // session_io.cpp: the reactor loop
     void drive();
@@ -284,6 +290,8 @@ private:
     std::optional<pending_list> pending_servers_;  // installed once the C client has no socket
     std::string installed_servers_;                // the host list the C client has
     bool servers_posted_ = false;                  // apply_servers() is posted
+    std::shared_ptr<watch_state> config_watch_;    // follow_ensemble: on /zookeeper/config
+    std::uint64_t config_reads_ = 0;               // the latest read of it
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).

@@ -1,4 +1,5 @@
-// session_impl's server list: session::set_servers, and handing a list to the C client.
+// session_impl's server list: session::set_servers, handing a list to the C client, and
+// following the ensemble's own configuration (session_config::follow_ensemble).
 //
 // zoo_set_servers alone (3.8 C client, update_addrs() in zookeeper.c) is not enough:
 //  * It compares addresses without their ports (addrvec_contains), so a list that differs from
@@ -166,6 +167,41 @@ void session_impl::install_servers()
     client_log(("the C client refused the server list " + l.numeric + " (" + make_zk_error(rc).message() +
                 "): it keeps " + installed_servers_).c_str());
     zoo_set_servers(zh_, installed_servers_.c_str());
+}
+
+// ---- following the ensemble ---------------------------------------------------------------------
+
+void session_impl::follow_ensemble()
+{
+    if (!cfg_.follow_ensemble || !zh_ || state() != session_state::connected) return;
+    // One read per connection and per change. The new watch replaces the last one: the watch table
+    // holds watches weakly, so the next event of the node reaches this one only.
+    auto w = make_watch();
+    config_watch_ = w;
+    const std::uint64_t read = ++config_reads_;
+    get_config(w, [weak = weak_from_this(), w, read](error_code ec, std::string data, zklock::stat) {
+        auto self = weak.lock();
+        if (!self || read != self->config_reads_) return;
+        if (ec) return;  // no watch was set: read again at the next connect
+        self->on_ensemble_config(data);
+        w->wait([weak](error_code ec, watch_event) {
+            auto self = weak.lock();
+            if (self && !ec) self->follow_ensemble();  // else expired or closed: a new session reads on connect
+        });
+    });
+}
+
+void session_impl::on_ensemble_config(const std::string& data)
+{
+    auto list = ensemble_client_list(data);
+    if (!list) {
+        // A standalone server's config is empty; a line we cannot read might drop a server we need.
+        client_log("the ensemble's configuration gives no client address list: the server list is kept");
+        return;
+    }
+    if (same_entries(*list, split_chroot(cfg_.servers).hosts)) return;
+    if (auto ec = set_servers(*list))  // no chroot given: the session's is kept
+        client_log(("the ensemble's server list " + *list + " was not taken: " + ec.message()).c_str());
 }
 
 }  // namespace zklock::detail

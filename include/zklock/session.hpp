@@ -213,6 +213,8 @@ public:
     /// validate_servers says), errc::chroot_mismatch, errc::cannot_resolve (no host resolves),
     /// errc::session_closed.
     /// Lifetimes: `servers` is copied. Thread safety: call from the session's executor.
+    /// With session_config::follow_ensemble the next change of the ensemble's configuration
+    /// replaces what was set here.
     [[nodiscard]] error_code set_servers(std::string servers);
 
     /// Creates a node. Completion signature: void(error_code, std::string created_path, stat).
