@@ -43,6 +43,10 @@ public:
         case errc::request_dropped:
             return "The server closed the connection each time the request was sent (5 tries): it refuses the "
                    "request (larger than its jute.maxbuffer?).";
+        case errc::chroot_mismatch:
+            return "The server list names another chroot than the session's: a session keeps its chroot "
+                   "(give the same one, or none).";
+        case errc::cannot_resolve: return "No host of the server list could be resolved to an address.";
         }
         return "Unknown zklock error " + std::to_string(ev) + ".";
     }

@@ -101,6 +101,8 @@ const char* errc_name(errc e) noexcept
     case errc::request_dropped: return "request_dropped";
     case errc::operation_in_progress: return "operation_in_progress";
     case errc::not_zookeeper: return "not_zookeeper";
+    case errc::chroot_mismatch: return "chroot_mismatch";
+    case errc::cannot_resolve: return "cannot_resolve";
     }
     return nullptr;
 }

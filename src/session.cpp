@@ -204,5 +204,6 @@ std::int64_t session::session_id() const noexcept { return impl_->session_id(); 
 std::chrono::milliseconds session::negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
 std::uint64_t session::generation() const noexcept { return impl_->generation(); }
 metrics_snapshot session::metrics() const { return impl_->metrics().snapshot(); }
+error_code session::set_servers(std::string servers) { return impl_->set_servers(std::move(servers)); }
 
 }  // namespace zklock

@@ -6,6 +6,7 @@
 #include "deadline.hpp"
 
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/server_list.hpp>
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
@@ -78,6 +79,8 @@ void session_impl::start_handle()
     reconnect_attempts_ = 0;
     reconnect_at_ = {};
     peer_refused_ = false;
+    pending_servers_.reset();  // the handle has cfg_.servers
+    installed_servers_ = std::string(split_chroot(cfg_.servers).hosts);
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
     zoo_set_servers_resolution_delay(zh_, -1);
     if (!cfg_.digest_auth.empty())
@@ -160,6 +163,7 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
         reconnect_at_ = {};
         peer_refused_ = false;
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
+        follow_ensemble();
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         metrics_.expiry();
         auto e = fsm_.on_expired();
@@ -518,6 +522,16 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
+    submit(std::move(r), rc, request_type::get_data);
+}
+
+void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
+{
+    auto r = make_req<data_req>(this, std::move(cb));
+    r->w = std::move(w);
+    r->path = ZOO_CONFIG_NODE;  // the path its watch's events carry, with or without a chroot
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    const int rc = zoo_agetconfig(zh_, r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
 }
 

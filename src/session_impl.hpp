@@ -5,6 +5,7 @@
 //                             becomes of those waiting for a connection
 //   zk_requests.{hpp,cpp}     the C client's side: request objects and the C callbacks
 //   session_io.cpp            the reactor loop (below)
+//   session_servers.cpp       the server list: set_servers, and following the ensemble's config
 //   watch_table.{hpp,cpp}     one-shot watches and the table of those the server holds for us
 //   close_service.{hpp,cpp}   the thread the C client's blocking close runs on
 //   session_impl.cpp          this class: events, connect and close, the requests
@@ -39,6 +40,8 @@
 #include <unordered_map>
 
 #include <zookeeper/zookeeper.h>
+
+#include <sys/socket.h>
 
 #include <array>
 #include <chrono>
@@ -141,6 +144,12 @@ public:
     /// Creates "/a", "/a/b", ... up to `dir` as container nodes (the server removes them again
     /// once they have had children and are empty). Existing ones are fine.
     void create_containers(const std::string& dir, void_cb cb);
+    /// Reads the ensemble's dynamic configuration (/zookeeper/config, whatever the chroot), as
+    /// get_data does.
+    void get_config(std::shared_ptr<watch_state> w, data_cb cb);
+
+    /// session::set_servers (session_servers.cpp).
+    error_code set_servers(std::string servers);
 
     /// What this session counts (zklock/metrics.hpp); the recipes and the bridge report to it.
     metrics_state& metrics() noexcept { return metrics_; }
@@ -181,9 +190,30 @@ private:
     void send_probe();
     error_code no_handle_error() const;
 
+    // session_servers.cpp: the server list
+    /// A server's address, as resolved for the C client.
+    struct server_address {
+        sockaddr_storage addr{};
+        socklen_t len = 0;
+    };
+    /// A list set by set_servers that the C client does not have yet.
+    struct pending_list {
+        std::string numeric;  // "ip:port,..." as the C client reads it (IPv6 without brackets)
+        std::vector<server_address> addresses;
+    };
+    void apply_servers();
+    void install_servers();
+    /// Whether the server the socket is connected to is in `l`.
+    bool peer_listed(const pending_list& l) const;
+    void follow_ensemble();
+    void on_ensemble_config(const std::string& data);
+
     // session_io.cpp: the reactor loop
     void drive();
     void process(int events);
+    /// Lets the C client handle `events` (after process() checked them), then runs what it
+    /// completed.
+    void run_client(int events);
     void run_completions();
     void schedule_completions();
     void after_process();
@@ -197,6 +227,11 @@ private:
     bool handshake_plausible() const;
     /// Ends the connection so that the C client drops it as lost (see process()).
     void refuse_peer();
+    /// Replaces the socket, under its number, by one whose peer is closed: the C client's next
+    /// read sees the connection end, and it drops the connection as after any loss. The client
+    /// must process it in the same handler (run_client): update_fd() trusts a number it saw
+    /// connected to be the same socket while the client says connected.
+    void drop_connection();
     void release_io();
     void drop_write_registration();
     zhandle_t* detach_handle();
@@ -261,6 +296,13 @@ private:
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
     std::uint64_t connections_ = 0;  // see connections()
     metrics_state metrics_;
+
+    // the server list (session_servers.cpp)
+    std::optional<pending_list> pending_servers_;  // installed once the C client has no socket
+    std::string installed_servers_;                // the host list the C client has
+    bool servers_posted_ = false;                  // apply_servers() is posted
+    std::shared_ptr<watch_state> config_watch_;    // follow_ensemble: on /zookeeper/config
+    std::uint64_t config_reads_ = 0;               // the latest read of it
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).

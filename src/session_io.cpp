@@ -17,6 +17,9 @@ namespace zklock::detail {
 void session_impl::drive()
 {
     if (!zh_ || in_process_) return;
+    // A list from set_servers goes to the C client while it has no socket, before it opens the
+    // next one (see session_servers.cpp).
+    if (pending_servers_ && (zoo_state(zh_) == 0 || zoo_state(zh_) == ZOO_NOTCONNECTED_STATE)) install_servers();
     // Without a socket (state 0: never opened, or closed after an error), the next
     // zookeeper_interest opens one at once: the C client's own pause after trying every server
     // (a 60th of the timeout) lasts one call, and we call it several times per turn. So a new
@@ -162,8 +165,15 @@ void session_impl::refuse_peer()
     const char* server = zoo_get_current_server(zh_);
     client_log((std::string(server ? server : "the server") +
                 " does not speak the ZooKeeper protocol: connection dropped").c_str());
-    // The socket is replaced, under its number, by one whose peer is closed: the client's read
-    // sees the connection end, and it drops it as after any connection loss, unread.
+    // What the peer sent stays unread: the client sees only the connection's end.
+    drop_connection();
+}
+
+void session_impl::drop_connection()
+{
+    // Closing the socket under the client would leave it holding a number that may be reused;
+    // shutting it down would let it read what is buffered first. A closed peer under the same
+    // number is read as the connection's end in every state: connecting, handshake, connected.
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0) {
         ::close(sv[1]);
@@ -207,14 +217,20 @@ constexpr std::size_t max_drain_bytes = std::size_t{4} << 20;
 void session_impl::process(int events)
 {
     if (!zh_) return;
-    auto self = shared_from_this();
-    in_process_ = true;
     if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
     if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
         handshake_checked_ = true;
         if (!handshake_plausible()) refuse_peer();
     }
+    run_client(events);
+}
+
+void session_impl::run_client(int events)
+{
+    if (!zh_) return;
+    auto self = shared_from_this();
+    in_process_ = true;
     int rc = zookeeper_process(zh_, events);
     // zookeeper_process handles one reply per call: drain what the socket already holds, up to
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long

@@ -12,6 +12,7 @@ namespace zklock {
 /// How a session connects. Every field has a usable default except `servers`.
 struct session_config {
     /// Comma-separated "host:port" list, optionally followed by a chroot ("h1:2181,h2:2181/app").
+    /// session::set_servers (and follow_ensemble) replace the host list of a session's config().
     std::string servers = "127.0.0.1:2181";
 
     /// Session timeout asked of the server (it clamps it to [2, 20] x its tickTime by default;
@@ -42,6 +43,18 @@ struct session_config {
     /// Verbosity of the ZooKeeper C client's own log on stderr: 0 = silent (default),
     /// 1 = errors, 2 = warnings, 3 = info, 4 = debug.
     int client_log_level = 0;
+
+    /// Follow the ensemble's own configuration, as Curator's EnsembleTracker does: on every
+    /// connect the session reads /zookeeper/config (the dynamic configuration, whatever the
+    /// chroot) with a watch, and again each time the watch fires; when the client addresses it
+    /// lists (server.N=...;[address:]port, participants and observers; a wildcard address stands
+    /// for the member's quorum host) differ from `servers`, it calls session::set_servers with
+    /// them, keeping the chroot. A configuration that is empty (a standalone server), missing or
+    /// that it cannot read leaves the list as it is. Costs one read per connect and per change of
+    /// the configuration; it never makes the session engaged and never keeps io_context::run()
+    /// busy. For an ensemble changed by dynamic reconfiguration (reconfigEnabled=true). A list
+    /// set by hand with set_servers holds until the configuration changes again.
+    bool follow_ensemble = false;
 };
 
 /// Options of the lock recipes.

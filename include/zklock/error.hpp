@@ -38,6 +38,9 @@ enum class errc {
     operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
     not_zookeeper,        ///< A server answered the connect with something that is not a
                           ///< ZooKeeper connect response (async_connect, at its connect timeout).
+    chroot_mismatch,      ///< A new server list names another chroot than the session's
+                          ///< (session::set_servers): a session cannot change its chroot.
+    cannot_resolve,       ///< No host of the server list resolves to an address.
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -184,6 +184,41 @@ public:
             [](auto h, detail::session_ptr s) { detail::initiate_wait_state(std::move(s), std::move(h)); }, token, impl_);
     }
 
+    /// Replaces the servers the session connects to, keeping its ZooKeeper session (its id, its
+    /// ephemeral nodes, leases and watches): for an ensemble whose servers are replaced, moved or
+    /// added. `servers` is a list as session_config::servers takes it. A chroot in it must be the
+    /// session's own ("/" for none); without one the session's is kept.
+    ///
+    /// Synchronous, returns the error (a setting of this client: the servers are not asked, so
+    /// there is nothing to wait for; what the change sets in motion shows in state(), and
+    /// async_wait_state_change() follows it):
+    ///  * connected to a server of the new list (or TCP-connected and shaking hands with one):
+    ///    that connection stays; the next connect, whenever one is needed, uses the new list;
+    ///  * connected or connecting to a server not in it: the connection is dropped, from a handler
+    ///    posted by this call, and the session connects at once to a server of the new list:
+    ///    state() goes suspended, then connected, with the same session_id(). Requests in flight
+    ///    fail with zk_errc::connection_loss, acquires and leases carry on, and watches are set
+    ///    again, as after any reconnect;
+    ///  * not connected (between attempts): the next attempt goes at once, to the new list.
+    /// Sessions are not spread over added servers: a session stays on its server while that server
+    /// is listed (the C client's own rebalancing is not used: it compares addresses without their
+    /// ports, and drops a connection without failing the requests in flight).
+    ///
+    /// Host names are resolved within the call (getaddrinfo, which may block on DNS, as the C client
+    /// does at every connect); a host that does not resolve is left out, as the C client does. The
+    /// addresses found serve until the next set_servers; a fresh ZooKeeper session (after an
+    /// expiry with reconnect_on_expiry, or a later async_connect) starts from config().servers and
+    /// resolves again. From the return on, config().servers is the new list with the session's
+    /// chroot. The same hosts in another order change nothing.
+    ///
+    /// Errors (and then nothing has changed): errc::invalid_servers (malformed, as
+    /// validate_servers says), errc::chroot_mismatch, errc::cannot_resolve (no host resolves),
+    /// errc::session_closed.
+    /// Lifetimes: `servers` is copied. Thread safety: call from the session's executor.
+    /// With session_config::follow_ensemble the next change of the ensemble's configuration
+    /// replaces what was set here.
+    [[nodiscard]] error_code set_servers(std::string servers);
+
     /// Creates a node. Completion signature: void(error_code, std::string created_path, stat).
     /// Errors: zk_errc::node_exists, zk_errc::no_node (no parent), zk_errc::no_auth,
     /// errc::request_too_large (path and data exceed config().max_request_bytes: not sent).

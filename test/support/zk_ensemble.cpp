@@ -21,6 +21,10 @@ zk_ensemble::zk_ensemble(int n, server_options options)
       uncaught_(std::uncaught_exceptions())
 {
     if (n < 1) throw std::invalid_argument("zk_ensemble needs at least one server");
+    if (options_.dynamic_config && options_.proxy_server_links)
+        throw std::invalid_argument("zk_ensemble: dynamic_config does not go with proxy_server_links");
+    // Reconfiguration is an admin operation: the test's clients may do it without credentials.
+    if (options_.dynamic_config) options_.jvm_flags.push_back("-Dzookeeper.skipACL=yes");
     try {
         launch(n);
     } catch (...) {
@@ -66,16 +70,71 @@ zk_ensemble::server_link& zk_ensemble::link(int from, int to)
     throw std::out_of_range("zk_ensemble: no link between these servers");
 }
 
+namespace {
+
+// How many ticks make `at_least`, and never fewer than `min_ticks`.
+long ticks(const server_options& o, std::chrono::milliseconds at_least, long min_ticks)
+{
+    return std::max(min_ticks, static_cast<long>((at_least + o.tick_time - 1ms) / o.tick_time));
+}
+
+}  // namespace
+
+std::string zk_ensemble::server_line(int i) const
+{
+    const server_ports& p = ports_.at(static_cast<std::size_t>(i));
+    return "server." + std::to_string(i + 1) + "=127.0.0.1:" + std::to_string(p.quorum) + ":" +
+           std::to_string(p.election) + ":participant;127.0.0.1:" + std::to_string(p.client);
+}
+
+fs::path zk_ensemble::write_dynamic_member(int i, const std::vector<int>& members)
+{
+    std::string name = "s";  // not "s" + to_string(): GCC 12's -Wrestrict false positive (PR 105651)
+    name += std::to_string(i + 1);
+    const fs::path sdir = dir_ / name;
+    fs::remove_all(sdir);
+    fs::create_directories(sdir / "data");
+    detail::write_file(sdir / "data/myid", std::to_string(i + 1) + "\n");
+    std::ostringstream cfg;
+    cfg << "tickTime=" << options_.tick_time.count() << "\n"
+        << "initLimit=" << ticks(options_, 10s, 10) << "\n"
+        << "syncLimit=" << ticks(options_, 5s, 5) << "\n"
+        << "dataDir=" << (sdir / "data").string() << "\n"
+        << "forceSync=no\n"
+        << "maxClientCnxns=0\n"
+        << "admin.enableServer=false\n"
+        << "4lw.commands.whitelist=*\n"
+        << "reconfigEnabled=true\n"
+        << "standaloneEnabled=false\n"
+        // The server moves this to zoo.cfg.dynamic.<version> and rewrites zoo.cfg on its first start.
+        << "dynamicConfigFile=" << (sdir / "zoo.cfg.dynamic").string() << "\n";
+    if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+    for (const auto& line : options_.extra_config) cfg << line << "\n";
+    detail::write_file(sdir / "zoo.cfg", cfg.str());
+    std::string dynamic;
+    for (int m : members) dynamic += server_line(m) + "\n";
+    if (std::find(members.begin(), members.end(), i) == members.end()) dynamic += server_line(i) + "\n";
+    detail::write_file(sdir / "zoo.cfg.dynamic", dynamic);
+    return sdir;
+}
+
 void zk_ensemble::launch(int n)
 {
     if (options_.proxy_server_links) make_links(n);
-    const auto ticks = [&](std::chrono::milliseconds at_least, long min_ticks) {
-        return std::max(min_ticks, static_cast<long>((at_least + options_.tick_time - 1ms) / options_.tick_time));
-    };
     for (int attempt = 0;; ++attempt) {
         servers_.clear();
         const auto ports = free_ports(3 * static_cast<std::size_t>(n));  // client, quorum, election
+        ports_.clear();
+        members_.clear();
         for (int i = 0; i < n; ++i) {
+            ports_.push_back({ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]});
+            members_.push_back(i);
+        }
+        for (int i = 0; i < n && options_.dynamic_config; ++i) {
+            const fs::path sdir = write_dynamic_member(i, members_);
+            servers_.push_back(std::unique_ptr<zk_server>(new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_)));
+        }
+        for (int i = 0; i < n && !options_.dynamic_config; ++i) {
             std::string name = "s";  // not "s" + to_string(): GCC 12's -Wrestrict false positive (PR 105651)
             name += std::to_string(i + 1);
             const fs::path sdir = dir_ / name;
@@ -85,8 +144,8 @@ void zk_ensemble::launch(int n)
             std::ostringstream cfg;
             cfg << "tickTime=" << options_.tick_time.count() << "\n"
                 // Generous sync limits: small ticks must not make busy CI machines drop followers.
-                << "initLimit=" << ticks(10s, 10) << "\n"
-                << "syncLimit=" << ticks(5s, 5) << "\n"
+                << "initLimit=" << ticks(options_, 10s, 10) << "\n"
+                << "syncLimit=" << ticks(options_, 5s, 5) << "\n"
                 << "dataDir=" << (sdir / "data").string() << "\n"
                 << "clientPort=" << ports[3 * i] << "\n"
                 << "clientPortAddress=127.0.0.1\n"
@@ -111,7 +170,7 @@ void zk_ensemble::launch(int n)
             for (const auto& line : options_.extra_config) cfg << line << "\n";
             detail::write_file(sdir / "zoo.cfg", cfg.str());
             servers_.push_back(std::unique_ptr<zk_server>(
-                new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_.jvm_heap)));
+                new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_)));
         }
         if (!options_.start) return;
 
@@ -148,6 +207,90 @@ std::string zk_ensemble::connect_string() const
 }
 
 std::string zk_ensemble::connect_string(int i) const { return server(i).connect_string(); }
+
+std::string zk_ensemble::members_connect_string() const
+{
+    std::string out;
+    for (int i : members_) {
+        if (!out.empty()) out += ',';
+        out += connect_string(i);
+    }
+    return out;
+}
+
+int zk_ensemble::add_server()
+{
+    if (!options_.dynamic_config) throw std::logic_error("zk_ensemble::add_server() needs dynamic_config");
+    const int i = size();
+    const auto p = free_ports(3);
+    ports_.push_back({p[0], p[1], p[2]});
+    const fs::path sdir = write_dynamic_member(i, members_);
+    servers_.push_back(std::unique_ptr<zk_server>(new zk_server(zk_server::member_tag{}, sdir, p[0], options_)));
+    zk_server& s = server(i);
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    s.spawn();
+    s.wait_up(deadline);
+    // It serves once it has synced with the leader, as a follower (not voting until added).
+    for (;;) {
+        const std::string reply = s.four_letter("srvr");
+        if (reply.find("Mode: follower") != std::string::npos || reply.find("Mode: observer") != std::string::npos)
+            return i;
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw std::runtime_error("zk_ensemble: server " + std::to_string(i + 1) + " did not join in time:\n" +
+                                     s.log_tail(40));
+        std::this_thread::sleep_for(100ms);
+    }
+}
+
+void zk_ensemble::reconfig(const std::vector<int>& add, const std::vector<int>& remove)
+{
+    if (!options_.dynamic_config) throw std::logic_error("zk_ensemble::reconfig() needs dynamic_config");
+    std::vector<std::string> command = {"reconfig"};
+    if (!add.empty()) {
+        std::string joining;
+        for (int i : add) joining += (joining.empty() ? "" : ",") + server_line(i);
+        command.insert(command.end(), {"-add", joining});
+    }
+    if (!remove.empty()) {
+        std::string leaving;
+        for (int i : remove) leaving += (leaving.empty() ? "" : ",") + std::to_string(i + 1);
+        command.insert(command.end(), {"-remove", leaving});
+    }
+    int via = -1;
+    for (int m : members_)
+        if (running(m) && std::find(remove.begin(), remove.end(), m) == remove.end()) {
+            via = m;
+            break;
+        }
+    if (via < 0) throw std::logic_error("zk_ensemble::reconfig(): no running member stays");
+    // Whether server `via` serves the new configuration.
+    const auto committed = [&] {
+        const std::string conf = four_letter(via, "conf");
+        for (int i : add)
+            if (conf.find(server_line(i)) == std::string::npos) return false;
+        for (int i : remove)
+            if (conf.find("server." + std::to_string(i + 1) + "=") != std::string::npos) return false;
+        return conf.find("version=") != std::string::npos;
+    };
+    std::string out;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        out = zookeeper_cli(port(via), command);
+        if (out.find("Committed new configuration") != std::string::npos) break;
+        // Committed all the same, maybe: when the leader removes itself every follower restarts,
+        // which drops the CLI's connection before the answer. The members serve again after the
+        // new leader's election.
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        bool done = false;
+        while (!(done = committed()) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(200ms);
+        if (done) break;
+        if (attempt == 2)
+            throw std::runtime_error("zk_ensemble: the reconfiguration " + command[1] + " " + command[2] +
+                                     " was not committed:\n" + out);
+    }
+    std::erase_if(members_, [&](int m) { return std::find(remove.begin(), remove.end(), m) != remove.end(); });
+    for (int i : add)
+        if (std::find(members_.begin(), members_.end(), i) == members_.end()) members_.push_back(i);
+}
 
 zk_server& zk_ensemble::server(int i) { return *servers_.at(static_cast<std::size_t>(i)); }
 

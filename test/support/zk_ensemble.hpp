@@ -29,6 +29,11 @@ namespace zklock::test {
 /// a follower does when the leader it just elected has not opened its quorum port yet. The
 /// proxies live as long as the ensemble (stop, kill and start keep them) and outlive the
 /// servers. Clients connect to the servers directly.
+///
+/// With options.dynamic_config the servers run with dynamic reconfiguration, and the ensemble can
+/// be changed while it runs: add_server() starts a new server (the next myid, new ports) that
+/// joins as a non-voting follower, reconfig() adds and removes members (ZooKeeper's own CLI, as
+/// `reconfig -add ... -remove ...`), and stop() ends a removed one.
 class zk_ensemble {
 public:
     explicit zk_ensemble(int n = 3, server_options options = {});
@@ -40,7 +45,25 @@ public:
     std::string connect_string() const;
     /// "127.0.0.1:Pi".
     std::string connect_string(int i) const;
+    /// Servers started so far (members or not), indexed 0..size()-1.
     int size() const { return static_cast<int>(servers_.size()); }
+
+    /// With options.dynamic_config: the servers in the current configuration (the first n, then
+    /// as reconfig() left them), and their connect string, in that order.
+    const std::vector<int>& members() const { return members_; }
+    std::string members_connect_string() const;
+    /// Server i's line of the dynamic configuration:
+    /// "server.<i+1>=127.0.0.1:<quorum>:<election>:participant;127.0.0.1:<client>".
+    std::string server_line(int i) const;
+    /// Starts a new server that joins the ensemble (its dynamic configuration: the members and
+    /// itself) and waits (60 s at most) until it follows the leader; it votes once reconfig() has
+    /// added it. Returns its index. Throws std::logic_error without options.dynamic_config.
+    int add_server();
+    /// Adds the servers `add` (from add_server()) to the configuration and removes `remove`, in
+    /// one reconfiguration, sent through a running member that stays. Throws std::runtime_error
+    /// with the CLI's output unless the new configuration was committed. A removed server keeps
+    /// running until stop().
+    void reconfig(const std::vector<int>& add, const std::vector<int>& remove);
 
     /// Index of the server whose `srvr` says "Mode: leader", -1 if none.
     int leader() const;
@@ -83,14 +106,26 @@ private:
         std::unique_ptr<fault_proxy> election;
     };
 
+    // A server's own ports (its quorum and election ports as the others reach them may be proxies).
+    struct server_ports {
+        std::uint16_t client = 0;
+        std::uint16_t quorum = 0;
+        std::uint16_t election = 0;
+    };
+
     void launch(int n);
     void make_links(int n);
     server_link& link(int from, int to);
+    /// Server i's dir, myid and config (with dynamic_config: its static part, and the dynamic
+    /// part listing `members`); returns its dir.
+    std::filesystem::path write_dynamic_member(int i, const std::vector<int>& members);
 
     server_options options_;
     std::filesystem::path dir_;
     std::vector<server_link> links_;  // before servers_: destroyed after them
     std::vector<std::unique_ptr<zk_server>> servers_;
+    std::vector<server_ports> ports_;  // per server
+    std::vector<int> members_;
     bool keep_ = false;
     int uncaught_ = 0;
 };

@@ -200,6 +200,85 @@ std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono:
     return reply;
 }
 
+std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command, std::chrono::milliseconds timeout)
+{
+    const char* zk_jar = std::getenv("ZOOKEEPER_JAR");
+    std::string classpath = zk_jar && *zk_jar ? zk_jar : "/usr/share/java/zookeeper.jar";
+    // The CLI parses its commands' options with Apache Commons CLI (a dependency of Debian's zookeeper).
+    if (fs::exists("/usr/share/java/commons-cli.jar")) classpath += ":/usr/share/java/commons-cli.jar";
+    if (const log_binding* binding = find_log_binding())
+        for (const auto& jar : binding->jars) classpath += ":/usr/share/java/" + jar;
+    std::vector<std::string> args = {find_java(), "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                     "-XX:-UsePerfData", "-cp", classpath, "org.apache.zookeeper.ZooKeeperMain",
+                                     "-server", "127.0.0.1:" + std::to_string(port)};
+    args.insert(args.end(), command.begin(), command.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    int out[2];
+    sys_check(::pipe2(out, O_CLOEXEC), "pipe2");
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        sigset_t all;
+        ::sigemptyset(&all);
+        ::sigprocmask(SIG_SETMASK, &all, nullptr);
+        for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+        ::dup2(null_fd, 0);
+        ::dup2(out[1], 1);
+        ::dup2(out[1], 2);
+        ::syscall(SYS_close_range, 3U, ~0U, 0U);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const int fork_errno = errno;
+    ::close(out[1]);
+    if (null_fd >= 0) ::close(null_fd);
+    if (pid < 0) {
+        ::close(out[0]);
+        throw std::system_error(fork_errno, std::generic_category(), "fork");
+    }
+    const auto deadline = clock_type::now() + timeout;
+    std::string output;
+    bool timed_out = false;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+        if (left <= 0ms) {
+            timed_out = true;
+            break;
+        }
+        pollfd p{out[0], POLLIN, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        char buf[4096];
+        const ssize_t n = ::read(out[0], buf, sizeof buf);
+        if (n > 0) output.append(buf, static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR) break;  // the CLI closed its output: it is exiting
+    }
+    ::close(out[0]);
+    // It exits right after its output ends; past the deadline it is killed.
+    for (int status = 0;;) {
+        if (timed_out || clock_type::now() >= deadline) {
+            ::kill(-pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            break;
+        }
+        const pid_t w = ::waitpid(pid, &status, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR)) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    if (timed_out)
+        throw std::runtime_error("zookeeper_cli: no answer within " + std::to_string(timeout.count()) + " ms; output:\n" +
+                                 output);
+    return output;
+}
+
 zk_server::zk_server(server_options options)
     : options_(std::move(options)),
       dir_(detail::make_temp_dir("zklock-zk")),
@@ -216,10 +295,9 @@ zk_server::zk_server(server_options options)
     }
 }
 
-zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, std::string jvm_heap)
-    : dir_(std::move(dir)), port_(port), member_(true), uncaught_(std::uncaught_exceptions())
+zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, const server_options& options)
+    : options_(options), dir_(std::move(dir)), port_(port), member_(true), uncaught_(std::uncaught_exceptions())
 {
-    options_.jvm_heap = std::move(jvm_heap);
 }
 
 zk_server::~zk_server()

@@ -33,6 +33,11 @@ struct server_options {
     /// zk_ensemble only: every link between two servers (quorum and election ports, both
     /// directions) goes through a fault_proxy, so that zk_ensemble::isolate() can cut them.
     bool proxy_server_links = false;
+    /// zk_ensemble only: dynamic reconfiguration. reconfigEnabled=true, standaloneEnabled=false,
+    /// the server lines (with each member's client address) in a dynamic config file, and ACLs
+    /// skipped (-Dzookeeper.skipACL=yes) so that any client may reconfigure; enables
+    /// zk_ensemble::add_server() and reconfig(). Not with proxy_server_links.
+    bool dynamic_config = false;
 };
 
 /// A standalone ZooKeeper server on 127.0.0.1 and a free port, in its own temp dir, run as a
@@ -85,8 +90,9 @@ public:
 private:
     friend class zk_ensemble;
     struct member_tag {};
-    // For zk_ensemble: a quorum member whose dir (already holding zoo.cfg) the ensemble owns.
-    zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, std::string jvm_heap);
+    // For zk_ensemble: a quorum member whose dir (already holding zoo.cfg) the ensemble owns; it
+    // runs with the ensemble's JVM options.
+    zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, const server_options& options);
 
     std::filesystem::path log_path() const;
     void write_config() const;
@@ -111,5 +117,12 @@ std::vector<std::uint16_t> free_ports(std::size_t n);
 /// Sends a four-letter word to 127.0.0.1:port; returns the reply, "" if unreachable.
 std::string four_letter(std::uint16_t port, const std::string& cmd,
                         std::chrono::milliseconds timeout = std::chrono::seconds(3));
+
+/// Runs ZooKeeper's own command-line client once (org.apache.zookeeper.ZooKeeperMain, what zkCli.sh
+/// runs) against 127.0.0.1:port with one command, e.g. {"reconfig", "-remove", "1"}, and returns
+/// what it printed (stdout and stderr). Killed after `timeout` (then std::runtime_error). Takes a
+/// JVM start, about a second.
+std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace zklock::test

@@ -1,0 +1,207 @@
+// session_impl's server list: session::set_servers, handing a list to the C client, and
+// following the ensemble's own configuration (session_config::follow_ensemble).
+//
+// zoo_set_servers alone (3.8 C client, update_addrs() in zookeeper.c) is not enough:
+//  * It compares addresses without their ports (addrvec_contains), so a list that differs from
+//    the one it has only in ports (several servers on one host) is taken for the same list and
+//    dropped, then and at every later reconnect.
+//  * To spread sessions over the new servers it may close the socket of a live connection by
+//    itself, without failing the requests in flight or telling the watcher: they stay queued,
+//    their replies never come, pings stop (none is sent while requests are outstanding), and the
+//    first reply on the next connection does not match and drops that one too.
+// So the session decides itself whether to leave its server: it stays while its server is in the
+// new list, and otherwise drops the connection the way a lost one goes (the C client fails what
+// was in flight and reports the loss; the session reconnects at once, keeping its ZooKeeper
+// session). The list reaches the C client only while the client has no socket (drive() hands it
+// over before the next connect), where zoo_set_servers never closes anything, and by way of a
+// one-address list no real list shares an address with, so that the change is always seen.
+#include "session_impl.hpp"
+
+#include <zklock/detail/path.hpp>
+#include <zklock/detail/server_list.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace zklock::detail {
+
+namespace {
+
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) noexcept
+{
+    if (a.ss_family != b.ss_family) return false;
+    if (a.ss_family == AF_INET) {
+        const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+        return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+    }
+    if (a.ss_family == AF_INET6) {
+        const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+        return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
+               std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+    }
+    return false;
+}
+
+// The entry "host:port" or "[v6]:port" (validated) as getaddrinfo's host and service.
+std::pair<std::string, std::string> host_and_port(std::string_view entry)
+{
+    const std::size_t colon = entry.rfind(':');
+    std::string_view host = entry.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return {std::string(host), std::string(entry.substr(colon + 1))};
+}
+
+}  // namespace
+
+error_code session_impl::set_servers(std::string servers)
+{
+    if (state() == session_state::closed) return errc::session_closed;
+    if (auto ec = validate_servers(servers)) return ec;
+    const split_servers next = split_chroot(servers);
+    const split_servers current = split_chroot(cfg_.servers);
+    // A list that names a chroot ("/" included: none) must name the session's; one that names
+    // none keeps it.
+    if (servers.find('/') != std::string::npos && next.chroot != current.chroot) return errc::chroot_mismatch;
+    if (same_entries(next.hosts, current.hosts)) return {};
+
+    // Resolved here, as the C client resolves names at every connect: what it is handed is the
+    // addresses, so it has nothing left to resolve (nor to fail on) later.
+    pending_list l;
+    for (std::string_view entry : server_entries(next.hosts)) {
+        auto [host, port] = host_and_port(entry);
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_protocol = IPPROTO_TCP;
+        addrinfo* res = nullptr;
+        if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) continue;  // as the C client: skip it
+        for (addrinfo* a = res; a; a = a->ai_next) {
+            if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(sockaddr_storage))
+                continue;
+            server_address s;
+            std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
+            s.len = a->ai_addrlen;
+            const bool seen = std::any_of(l.addresses.begin(), l.addresses.end(),
+                                          [&](const server_address& x) { return same_address(x.addr, s.addr); });
+            char ip[NI_MAXHOST];
+            if (seen || ::getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof ip, nullptr, 0, NI_NUMERICHOST) != 0)
+                continue;
+            // The C client cuts "host:port" at the last ':', so an IPv6 address goes without brackets.
+            if (!l.numeric.empty()) l.numeric += ',';
+            l.numeric.append(ip).append(":").append(port);
+            l.addresses.push_back(s);
+        }
+        ::freeaddrinfo(res);
+    }
+    if (l.addresses.empty()) return errc::cannot_resolve;
+
+    cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
+    if (!zh_) return {};  // the next handle starts with cfg_.servers
+    pending_servers_ = std::move(l);
+    // From a posted handler: dropping the connection completes the requests in flight, and a
+    // handler must not run inside this call.
+    if (!servers_posted_) {
+        servers_posted_ = true;
+        asio::post(ex_, [w = weak_from_this()] {
+            if (auto self = w.lock()) self->apply_servers();
+        });
+    }
+    return {};
+}
+
+bool session_impl::peer_listed(const pending_list& l) const
+{
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (fd_ == -1 || ::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+    return std::any_of(l.addresses.begin(), l.addresses.end(),
+                       [&](const server_address& a) { return same_address(a.addr, peer); });
+}
+
+void session_impl::apply_servers()
+{
+    servers_posted_ = false;
+    if (!zh_ || !pending_servers_) return;
+    const int st = zoo_state(zh_);
+    if (st < 0) return;  // expired or refused: the next handle starts with cfg_.servers
+    const bool no_socket = st == 0 || st == ZOO_NOTCONNECTED_STATE;
+    // On a server of the new list (or on the way to one, TCP connected): stay. The list goes to
+    // the C client when this connection ends.
+    if (!no_socket && peer_listed(*pending_servers_)) return;
+    // The next attempt goes at once, to the new list: set_servers while the old servers were
+    // unreachable must not wait for their back-off.
+    reconnect_attempts_ = 0;
+    reconnect_at_ = {};
+    if (no_socket || fd_ == -1) return drive();
+    const char* server = zoo_get_current_server(zh_);
+    client_log((std::string("leaving ") + (server ? server : "the server") + ": not in the new server list").c_str());
+    drop_connection();
+    run_client(ZOOKEEPER_READ);
+}
+
+void session_impl::install_servers()
+{
+    pending_list l = std::move(*pending_servers_);
+    pending_servers_.reset();
+    // A one-address list first, of an address the new list does not have: the C client compares
+    // addresses without ports, and from a list of the same addresses it would not take the new one.
+    std::uint32_t sentinel = 0;  // 0.0.0.0, or the next one the list does not hold
+    while (std::any_of(l.addresses.begin(), l.addresses.end(), [&](const server_address& a) {
+        return a.addr.ss_family == AF_INET &&
+               reinterpret_cast<const sockaddr_in&>(a.addr).sin_addr.s_addr == htonl(sentinel);
+    }))
+        ++sentinel;
+    const std::string first = "0.0." + std::to_string(sentinel >> 8) + "." + std::to_string(sentinel & 0xff) + ":1";
+    int rc = zoo_set_servers(zh_, first.c_str());
+    if (rc == ZOK) rc = zoo_set_servers(zh_, l.numeric.c_str());
+    if (rc == ZOK) {
+        installed_servers_ = std::move(l.numeric);
+        return;
+    }
+    client_log(("the C client refused the server list " + l.numeric + " (" + make_zk_error(rc).message() +
+                "): it keeps " + installed_servers_).c_str());
+    zoo_set_servers(zh_, installed_servers_.c_str());
+}
+
+// ---- following the ensemble ---------------------------------------------------------------------
+
+void session_impl::follow_ensemble()
+{
+    if (!cfg_.follow_ensemble || !zh_ || state() != session_state::connected) return;
+    // One read per connection and per change. The new watch replaces the last one: the watch table
+    // holds watches weakly, so the next event of the node reaches this one only.
+    auto w = make_watch();
+    config_watch_ = w;
+    const std::uint64_t read = ++config_reads_;
+    get_config(w, [weak = weak_from_this(), w, read](error_code ec, std::string data, zklock::stat) {
+        auto self = weak.lock();
+        if (!self || read != self->config_reads_) return;
+        if (ec) return;  // no watch was set: read again at the next connect
+        self->on_ensemble_config(data);
+        w->wait([weak](error_code ec, watch_event) {
+            auto self = weak.lock();
+            if (self && !ec) self->follow_ensemble();  // else expired or closed: a new session reads on connect
+        });
+    });
+}
+
+void session_impl::on_ensemble_config(const std::string& data)
+{
+    auto list = ensemble_client_list(data);
+    if (!list) {
+        // A standalone server's config is empty; a line we cannot read might drop a server we need.
+        client_log("the ensemble's configuration gives no client address list: the server list is kept");
+        return;
+    }
+    if (same_entries(*list, split_chroot(cfg_.servers).hosts)) return;
+    if (auto ec = set_servers(*list))  // no chroot given: the session's is kept
+        client_log(("the ensemble's server list " + *list + " was not taken: " + ec.message()).c_str());
+}
+
+}  // namespace zklock::detail
