@@ -443,6 +443,16 @@ std::shared_ptr<asio::posix::stream_descriptor> session_impl::close_signal(int& 
 
 template <class Req> void session_impl::refuse(std::unique_ptr<Req> r, error_code ec)
 {
+    // Shut down with its execution context: what the request holds goes now, never called. (Asio
+    // destroys a coroutine frame after the context's services have shut down, from a posted
+    // handler: a lease in the frame then releases, and a queued request would hold the lease,
+    // which holds the session.)
+    if (shut_down_) {
+        graveyard g;
+        r->abandon(g);
+        r.reset();
+        return;
+    }
     // Completed from the queue, never from the initiating call.
     r->ec = ec;
     completed_.push_back(std::move(r));
