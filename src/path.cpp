@@ -50,25 +50,39 @@ bool refused_by_server(long cp) noexcept
 
 }  // namespace
 
-error_code validate_lock_path(std::string_view path) noexcept
+std::string_view lock_path_problem(std::string_view path) noexcept
 {
-    const error_code bad = errc::invalid_path;
-    if (path.size() < 2 || path.size() > max_lock_path || path.front() != '/' || path.back() == '/')
-        return bad;
+    if (path.empty()) return "the path is empty";
+    if (path.front() != '/') return "the path is not absolute (it must start with '/')";
+    if (path == "/") return "the path is the root '/' (a lock needs a node of its own)";
+    if (path.size() > max_lock_path) return "the path is longer than 1024 bytes";
+    if (path.back() == '/') return "the path ends with '/'";
     std::size_t start = 1;
     while (start <= path.size()) {
         std::size_t end = path.find('/', start);
         if (end == std::string_view::npos) end = path.size();
         std::string_view comp = path.substr(start, end - start);
-        if (comp.empty() || comp == "." || comp == "..") return bad;
+        if (comp.empty()) return "a component is empty ('//')";
+        if (comp == ".") return "a component is '.'";
+        if (comp == "..") return "a component is '..'";
         for (std::size_t i = 0; i < comp.size();) {
             const long cp = decode_utf8(comp, i);
-            if (cp < 0 || refused_by_server(cp)) return bad;  // invalid UTF-8, or a character ZooKeeper refuses
+            if (cp < 0) return "the path is not valid UTF-8";
+            if (cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f))
+                return "the path contains a control character (C0 or C1, NUL included)";
+            if (refused_by_server(cp))
+                return "the path contains a character ZooKeeper refuses (U+D800..U+F8FF, U+FFF0..U+FFFF, or one "
+                       "outside the BMP)";
         }
-        if (start == 1 && comp == "zookeeper") return bad;  // reserved by the server
+        if (start == 1 && comp == "zookeeper") return "the path is under /zookeeper, which the server reserves";
         start = end + 1;
     }
     return {};
+}
+
+error_code validate_lock_path(std::string_view path) noexcept
+{
+    return lock_path_problem(path).empty() ? error_code{} : error_code{errc::invalid_path};
 }
 
 error_code validate_servers(std::string_view servers) noexcept

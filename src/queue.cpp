@@ -11,6 +11,7 @@
 namespace zklock {
 
 error_code validate_lock_path(std::string_view path) noexcept { return detail::validate_lock_path(path); }
+std::string_view explain_lock_path(std::string_view path) noexcept { return detail::lock_path_problem(path); }
 error_code validate_servers(std::string_view servers) noexcept { return detail::validate_servers(servers); }
 
 const char* to_string(queue_kind k) noexcept

@@ -215,8 +215,8 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
         if (operands.size() < 2) return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
         o.command.assign(operands.begin() + 1, operands.end());
     }
-    if (auto ec = zklock::validate_lock_path(o.lock_path))
-        return fail("invalid lock path '" + o.lock_path + "': " + ec.message());
+    if (const auto problem = zklock::explain_lock_path(o.lock_path); !problem.empty())
+        return fail("invalid lock path '" + o.lock_path + "': " + std::string(problem));
     if (auto ec = zklock::validate_servers(o.servers))
         return fail("invalid server list '" + o.servers + "': " + ec.message());
     return {o, {}};

@@ -19,8 +19,13 @@ namespace zklock {
 /// "/", no trailing '/', no empty, "." or ".." component), no character the server refuses (C0
 /// and C1 controls, U+D800..U+F8FF, U+FFF0..U+FFFF, anything outside the BMP), not under the
 /// reserved "/zookeeper", at most 1024 bytes. errc::invalid_path otherwise. Every acquire checks
-/// this before sending anything.
+/// this before sending anything; explain_lock_path says which rule a refused path breaks.
 error_code validate_lock_path(std::string_view path) noexcept;
+
+/// Which rule `path` breaks, as a phrase for a message ("a component is '..'", "the path ends
+/// with '/'"); empty exactly when validate_lock_path accepts it. The text points to static
+/// storage. (errc::invalid_path stays the one error code for every rule.)
+std::string_view explain_lock_path(std::string_view path) noexcept;
 
 /// Empty when `servers` is a ZooKeeper connect string, "host:port[,host:port...][/chroot]" (IPv6
 /// hosts in brackets, ports 1..65535); errc::invalid_servers otherwise.

@@ -46,6 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }));
         FUZZ_CHECK(hosts.front() != ',' && hosts.back() != ',' && hosts.find(",,") == std::string_view::npos);
     }
+    // Every refused lock path names its rule; an accepted one has none.
+    FUZZ_CHECK(lock_path_problem(in).empty() == !validate_lock_path(in));
 
     // A queue node that parses is zklock's "<kind>-<16 hex>-[marker]<sequence>" and round-trips,
     // or another library's "...<marker><sequence>"; the sequence is ZooKeeper's %010d of an int32.

@@ -21,6 +21,12 @@ inline constexpr std::size_t max_lock_path = 1024;
 /// max_lock_path bytes. errc::invalid_path otherwise, never a server round trip.
 error_code validate_lock_path(std::string_view path) noexcept;
 
+/// The rule `path` breaks, as a phrase ("a component is '..'"), or empty when validate_lock_path
+/// accepts it. The first rule broken, checked in this order: empty, not absolute, "/", too long,
+/// trailing '/', then component by component: empty, ".", "..", invalid UTF-8, a control
+/// character, another character the server refuses, the reserved "/zookeeper".
+std::string_view lock_path_problem(std::string_view path) noexcept;
+
 /// Empty error when `servers` is "host:port[,host:port...][/chroot]" with non-empty hosts and ports
 /// in 1..65535 (IPv6 hosts in brackets: "[::1]:2181").
 error_code validate_servers(std::string_view servers) noexcept;
