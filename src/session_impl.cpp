@@ -70,8 +70,8 @@ void session_impl::start_handle()
     static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
                                              ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
     zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
-    zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, to_session_timeout_ms(cfg_.session_timeout),
-                          nullptr, this, 0, &client_log);
+    zh_ = zookeeper_init2(client_servers(cfg_.servers).c_str(), &global_watcher,
+                          to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
     if (!zh_) return;
     reconnect_attempts_ = 0;
     reconnect_at_ = {};

@@ -27,8 +27,9 @@ error_code validate_lock_path(std::string_view path) noexcept;
 /// storage. (errc::invalid_path stays the one error code for every rule.)
 std::string_view explain_lock_path(std::string_view path) noexcept;
 
-/// Empty when `servers` is a ZooKeeper connect string, "host:port[,host:port...][/chroot]" (IPv6
-/// hosts in brackets, ports 1..65535); errc::invalid_servers otherwise.
+/// Empty when `servers` is a ZooKeeper connect string, "host:port[,host:port...][/chroot]" (a host
+/// is a name, an IPv4 address or an IPv6 address in brackets, "[::1]:2181"; ports 1..65535);
+/// errc::invalid_servers otherwise. Nothing is resolved here (see session::async_connect).
 error_code validate_servers(std::string_view servers) noexcept;
 
 /// What a queue node asks for.

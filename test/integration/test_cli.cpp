@@ -771,3 +771,27 @@ TEST_CASE("zklock cli: --verbose reports the waiter's place in the queue as it c
         CHECK((co_await children_of(zk, path)).empty());
     });
 }
+
+TEST_CASE("zklock cli: an IPv6 server address in brackets works ([::1]:PORT)")
+{
+    if (!ipv6_loopback_available()) {
+        WARN_MESSAGE(false, "not run: this host has no IPv6 loopback address (::1)");
+        return;
+    }
+    zk_server v6{server_options{.tick_time = 200ms, .client_address = "::1"}};  // listens on ::1 only
+    run([&]() -> awaitable<void> {
+        scratch s;
+        const auto servers = v6.connect_string();
+        REQUIRE(servers.rfind("[::1]:", 0) == 0);
+        const auto path = unique_path("cli-ipv6");
+        process p;
+        launch(p, s, "ipv6", {"--servers", servers, "-v", path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(p) == 0);
+        CHECK_MESSAGE(fs::exists(s / "ran"), p.err());
+        CHECK(p.err().find("zklock: connected to " + servers) != std::string::npos);
+        process l;
+        launch(l, s, "ipv6-list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        CHECK(l.out().rfind(path + ": ", 0) == 0);
+    });
+}

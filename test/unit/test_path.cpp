@@ -106,10 +106,23 @@ TEST_CASE("server lists")
     CHECK_FALSE(validate_servers("[::1]:2181"));
     CHECK_FALSE(validate_servers("h:2181/app/root"));
     for (const char* bad : {"", ",", "host", "host:", ":2181", "h:0", "h:65536", "h:21x", "h:2181,", "h:1,,h:2",
-                            "::1:2181", "h:2181/bad/", "h 1:2"}) {
+                            "::1:2181", "h:2181/bad/", "h 1:2", "[h]:2181", "[::1:2181", "[::1%]:2181", "h]:1"}) {
         CAPTURE(bad);
         CHECK(validate_servers(bad) == errc::invalid_servers);
     }
+    CHECK_FALSE(validate_servers("[fe80::1%eth0]:2181"));
+    CHECK_FALSE(validate_servers("[::ffff:10.0.0.1]:2181,h:1"));
+}
+
+TEST_CASE("server lists as the C client reads them: IPv6 without brackets, ports in plain decimal")
+{
+    // The client takes what follows the last ':' for the port and passes the rest to getaddrinfo
+    // (no brackets there); it reads a port with strtol(..., 0): "010" would be octal.
+    CHECK(client_servers("127.0.0.1:2181") == "127.0.0.1:2181");
+    CHECK(client_servers("[::1]:2181") == "::1:2181");
+    CHECK(client_servers("[::1]:2181,h:2182/app/x") == "::1:2181,h:2182/app/x");
+    CHECK(client_servers("[fe80::1%eth0]:0010") == "fe80::1%eth0:10");
+    CHECK(client_servers("h:08,[2001:db8::7]:00065535/") == "h:8,2001:db8::7:65535/");
 }
 
 TEST_CASE("queue node names round-trip and order by sequence")
