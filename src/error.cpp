@@ -40,6 +40,8 @@ public:
                    "another service): no session was established.";
         case errc::operation_in_progress:
             return "Another wait on this object is already pending; wait again once it has completed.";
+        case errc::unresolvable_host:
+            return "Cannot resolve host name: no host of the server list resolves to an address.";
         case errc::request_dropped:
             return "The server closed the connection each time the request was sent (5 tries): it refuses the "
                    "request (larger than its jute.maxbuffer?).";

@@ -101,6 +101,7 @@ const char* errc_name(errc e) noexcept
     case errc::request_dropped: return "request_dropped";
     case errc::operation_in_progress: return "operation_in_progress";
     case errc::not_zookeeper: return "not_zookeeper";
+    case errc::unresolvable_host: return "unresolvable_host";
     }
     return nullptr;
 }

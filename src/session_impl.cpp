@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 
 namespace zklock::detail {
 
@@ -64,15 +65,22 @@ error_code session_impl::no_handle_error() const
     }
 }
 
-void session_impl::start_handle()
+error_code session_impl::start_handle()
 {
     set_client_log_level(cfg_.client_log_level);
     static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
                                              ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
     zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
+    // zookeeper_init resolves every host name (getaddrinfo, on this thread), skips those that do
+    // not resolve and fails when none does (errno ENOENT, or EINVAL for other getaddrinfo
+    // errors). The list was validated first, so any failure but ENOMEM is that one.
+    errno = 0;
     zh_ = zookeeper_init2(client_servers(cfg_.servers).c_str(), &global_watcher,
                           to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
-    if (!zh_) return;
+    if (!zh_) {
+        if (errno == ENOMEM) return {ENOMEM, boost::system::system_category()};
+        return errc::unresolvable_host;
+    }
     reconnect_attempts_ = 0;
     reconnect_at_ = {};
     peer_refused_ = false;
@@ -83,6 +91,7 @@ void session_impl::start_handle()
                      &noop_void_completion, nullptr);
     apply(fsm_.on_handle_started());
     drive();
+    return {};
 }
 
 // ---- session events -----------------------------------------------------------------------------
@@ -261,10 +270,8 @@ std::uint64_t session_impl::connect(void_cb cb)
     if (cfg_.session_timeout <= std::chrono::milliseconds::zero() || cfg_.connect_timeout <= std::chrono::milliseconds::zero())
         return post_result(std::move(cb), errc::invalid_argument);
     if (state() == session_state::connected) return post_result(std::move(cb), {});
-    if (!zh_) {
-        start_handle();
-        if (!zh_) return post_result(std::move(cb), errc::invalid_servers);
-    }
+    if (!zh_)
+        if (auto ec = start_handle()) return post_result(std::move(cb), ec);
     const std::uint64_t id = ++next_connect_id_;
     connect_waiters_.emplace_back(id, std::move(cb));
     if (connect_waiters_.size() == 1) {

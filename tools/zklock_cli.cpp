@@ -80,6 +80,8 @@ std::string connect_failure(const cli::options& o, const error_code& ec)
 {
     if (ec == zklock::errc::connect_timeout)
         return "no ZooKeeper server at " + o.servers + " accepted a session within " + cli::format_duration(o.connect_timeout);
+    if (ec == zklock::errc::unresolvable_host)
+        return "cannot resolve host name: no host of " + o.servers + " resolves to an address";
     return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
 }
 

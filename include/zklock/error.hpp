@@ -38,6 +38,8 @@ enum class errc {
     operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
     not_zookeeper,        ///< A server answered the connect with something that is not a
                           ///< ZooKeeper connect response (async_connect, at its connect timeout).
+    unresolvable_host,    ///< No host name of the server list resolves to an address
+                          ///< (async_connect; a list where some resolve connects to those).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -1,5 +1,5 @@
-// Server lists as users write them: IPv6 literals. Against real servers on loopback (127.0.0.1
-// and ::1).
+// Server lists as users write them: IPv6 literals, host names that do not resolve. Against real
+// servers on loopback (127.0.0.1 and ::1).
 #include "../common.hpp"
 #include "server.hpp"
 
@@ -65,4 +65,30 @@ TEST_CASE("addresses: a bracketed host must be an IPv6 address")
     }
     CHECK_FALSE(validate_servers("[fe80::1%lo]:2181"));
     CHECK_FALSE(validate_servers("[::ffff:127.0.0.1]:2181"));
+}
+
+TEST_CASE("addresses: a host name that does not resolve is errc::unresolvable_host, not a malformed list")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // ".invalid" never resolves (RFC 6761).
+        for (std::string servers : {"nonexistent.invalid:2181", "a.invalid:2181,b.invalid:2182/app"}) {
+            CAPTURE(servers);
+            CHECK_FALSE(validate_servers(servers));
+            session s{ex, config_for(servers)};
+            auto [ec] = co_await s.async_connect(tuple);
+            CHECK(ec == errc::unresolvable_host);
+            CHECK(ec.message().find("resolve host name") != std::string::npos);
+            CHECK(s.state() == session_state::disconnected);
+            // An acquire says the session is not connected; nothing hangs.
+            mutex m{s, "/locks/a"};
+            auto [aec, l] = co_await m.async_acquire(1s, tuple);
+            CHECK(aec == errc::not_connected);
+        }
+        // A name that does not resolve next to an address that does: the session uses the address.
+        session s{ex, config_for("nonexistent.invalid:2181," + shared_server().connect_string())};
+        auto [ec] = co_await s.async_connect(tuple);
+        CHECK_MESSAGE(!ec, ec.message());
+        co_await s.async_close();
+    });
 }

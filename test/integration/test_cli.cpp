@@ -795,3 +795,20 @@ TEST_CASE("zklock cli: an IPv6 server address in brackets works ([::1]:PORT)")
         CHECK(l.out().rfind(path + ": ", 0) == 0);
     });
 }
+
+TEST_CASE("zklock cli: a host name that does not resolve is named")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto path = unique_path("cli-names");
+        // ".invalid" never resolves (RFC 6761).
+        process u, ul;
+        launch(u, s, "unresolvable", {"--servers", "nonexistent.invalid:2181", path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(u) == st_unavailable);
+        CHECK(u.err() == "zklock: cannot resolve host name: no host of nonexistent.invalid:2181 resolves to an address\n");
+        launch(ul, s, "unresolvable-list", {"list", "--servers", "nonexistent.invalid:2181", path});
+        CHECK(co_await finish(ul) == st_unavailable);
+        CHECK(ul.err().find("cannot resolve host name") != std::string::npos);
+        CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
