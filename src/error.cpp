@@ -42,6 +42,8 @@ public:
             return "Another wait on this object is already pending; wait again once it has completed.";
         case errc::unresolvable_host:
             return "Cannot resolve host name: no host of the server list resolves to an address.";
+        case errc::chroot_missing:
+            return "The chroot of the server list (the path after host:port) does not exist on the server.";
         case errc::request_dropped:
             return "The server closed the connection each time the request was sent (5 tries): it refuses the "
                    "request (larger than its jute.maxbuffer?).";

@@ -102,6 +102,7 @@ const char* errc_name(errc e) noexcept
     case errc::operation_in_progress: return "operation_in_progress";
     case errc::not_zookeeper: return "not_zookeeper";
     case errc::unresolvable_host: return "unresolvable_host";
+    case errc::chroot_missing: return "chroot_missing";
     }
     return nullptr;
 }

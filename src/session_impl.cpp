@@ -602,7 +602,10 @@ void create_containers_from(const session_ptr& s, std::string dir, std::size_t f
     const std::size_t slash = dir.find('/', from);
     std::string prefix = dir.substr(0, slash);
     s->create(prefix, {}, create_mode::container,
-              [s, dir = std::move(dir), slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+              [s, dir = std::move(dir), from, slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+                  // The first component's parent is "/", which always exists, unless "/" is a
+                  // chroot (the server list's "/app", prefixed by the C client) that does not.
+                  if (ec == zk_errc::no_node && from == 1) return cb(errc::chroot_missing);
                   if (ec && ec != zk_errc::node_exists) return cb(ec);
                   if (slash == std::string::npos) return cb({});
                   create_containers_from(s, std::move(dir), slash + 1, std::move(cb));

@@ -85,6 +85,13 @@ std::string connect_failure(const cli::options& o, const error_code& ec)
     return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
 }
 
+/// A missing chroot, named: "the chroot /app of --servers does not exist ...".
+std::string chroot_missing(const cli::options& o)
+{
+    return "the chroot " + o.servers.substr(o.servers.find('/')) + " of " + o.servers +
+           " does not exist on the server (zklock does not create it)";
+}
+
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
 /// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
 struct queue_progress {
@@ -252,6 +259,8 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         } else if (acquire_ec == zklock::errc::timeout) {
             say("timed out after %s waiting for %s", cli::format_duration(*o.timeout).c_str(), o.lock_path.c_str());
             code = status::not_acquired;
+        } else if (acquire_ec == zklock::errc::chroot_missing) {
+            say("cannot acquire %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
         } else {
             say("cannot acquire %s: %s", o.lock_path.c_str(), acquire_ec.message().c_str());
         }
@@ -335,6 +344,10 @@ awaitable<int> run_list(cli::options o)
     if (ec == zklock::zk_errc::no_node) {
         std::printf("%s: no such lock (the path does not exist)\n", o.lock_path.c_str());
         co_return 0;
+    }
+    if (ec == zklock::errc::chroot_missing) {
+        say("cannot list %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
+        co_return status::unavailable;
     }
     if (ec) {
         say("cannot list %s: %s", o.lock_path.c_str(), ec.message().c_str());

@@ -40,6 +40,8 @@ enum class errc {
                           ///< ZooKeeper connect response (async_connect, at its connect timeout).
     unresolvable_host,    ///< No host name of the server list resolves to an address
                           ///< (async_connect; a list where some resolve connects to those).
+    chroot_missing,       ///< The chroot of the server list ("h:2181/app") does not exist on the
+                          ///< server (acquires and async_list_queue; zklock never creates it).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

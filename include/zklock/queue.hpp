@@ -81,7 +81,8 @@ void initiate_list_queue(session_ptr s, std::string path, handler<error_code, qu
 /// this call.
 /// Cancellation: terminal, partial and total alike complete at once with operation_aborted (the
 /// listing has no side effect; replies that come later are dropped).
-/// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path), errc::not_connected,
+/// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path),
+/// errc::chroot_missing (the server list's chroot does not exist), errc::not_connected,
 /// errc::session_expired, errc::session_closed, zk_errc::no_auth, connection errors.
 /// Lifetimes: the session's state is kept alive by the operation. Thread safety: call from the
 /// session's executor.

@@ -1,5 +1,5 @@
-// Server lists as users write them: IPv6 literals, host names that do not resolve. Against real
-// servers on loopback (127.0.0.1 and ::1).
+// Server lists as users write them: IPv6 literals, host names that do not resolve, a chroot that
+// does not exist. Against real servers on loopback (127.0.0.1 and ::1).
 #include "../common.hpp"
 #include "server.hpp"
 
@@ -90,5 +90,48 @@ TEST_CASE("addresses: a host name that does not resolve is errc::unresolvable_ho
         auto [ec] = co_await s.async_connect(tuple);
         CHECK_MESSAGE(!ec, ec.message());
         co_await s.async_close();
+    });
+}
+
+TEST_CASE("addresses: a chroot that does not exist is errc::chroot_missing for acquires and listings")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto server = shared_server().connect_string();
+        const std::string chroot = "/zklock-chroot-" + std::to_string(::getpid());
+        session root{ex, config_for(server)};
+        co_await connect(root);
+        session s{ex, config_for(server + chroot)};
+        auto [cec] = co_await s.async_connect(tuple);  // ZooKeeper itself does not check the chroot
+        REQUIRE_FALSE(cec);
+
+        mutex m{s, "/locks/a"};
+        auto [ec1, l1] = co_await m.async_acquire(2s, tuple);
+        CHECK(ec1 == errc::chroot_missing);
+        auto [ec2, l2] = co_await m.async_try_acquire(tuple);
+        CHECK(ec2 == errc::chroot_missing);
+        shared_mutex sm{s, "/locks/b"};
+        auto [ec3, l3] = co_await sm.async_acquire_shared(2s, tuple);
+        CHECK(ec3 == errc::chroot_missing);
+        semaphore sem{s, "/locks/c", 2};  // reads its permit count first
+        auto [ec4, l4] = co_await sem.async_acquire(2s, tuple);
+        CHECK(ec4 == errc::chroot_missing);
+        auto [lec, listing] = co_await async_list_queue(s, "/locks/a", tuple);
+        CHECK(lec == errc::chroot_missing);
+        CHECK(error_code(errc::chroot_missing).message().find("chroot") != std::string::npos);
+        auto [xec, st] = co_await root.async_exists(chroot, tuple);
+        CHECK_FALSE(xec);
+        CHECK_FALSE(st.has_value());  // zklock did not create it
+
+        // Once it exists: a missing lock is no_node again, and the locks work under it.
+        co_await root.async_create(chroot, "", create_mode::persistent);
+        auto [lec2, listing2] = co_await async_list_queue(s, "/locks/a", tuple);
+        CHECK(lec2 == zk_errc::no_node);
+        auto [ec5, l5] = co_await m.async_acquire(2s, tuple);
+        REQUIRE_MESSAGE(!ec5, ec5.message());
+        CHECK((co_await children_of(root, chroot + "/locks/a")).size() == 1);
+        co_await l5.async_release();
+        co_await s.async_close();
+        co_await root.async_close();
     });
 }

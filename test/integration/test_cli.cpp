@@ -796,7 +796,7 @@ TEST_CASE("zklock cli: an IPv6 server address in brackets works ([::1]:PORT)")
     });
 }
 
-TEST_CASE("zklock cli: a host name that does not resolve is named")
+TEST_CASE("zklock cli: a host name that does not resolve, and a chroot that does not exist, are named")
 {
     run([]() -> awaitable<void> {
         scratch s;
@@ -809,6 +809,19 @@ TEST_CASE("zklock cli: a host name that does not resolve is named")
         launch(ul, s, "unresolvable-list", {"list", "--servers", "nonexistent.invalid:2181", path});
         CHECK(co_await finish(ul) == st_unavailable);
         CHECK(ul.err().find("cannot resolve host name") != std::string::npos);
+
+        const std::string chroot = "/zklock-no-chroot-" + std::to_string(::getpid());
+        const std::string servers = shared_server().connect_string() + chroot;
+        process c, cl;
+        launch(c, s, "chroot", {"--servers", servers, path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(c) == st_unavailable);
+        CHECK(c.err() == "zklock: cannot acquire " + path + ": the chroot " + chroot + " of " + servers +
+                             " does not exist on the server (zklock does not create it)\n");
+        launch(cl, s, "chroot-list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(cl) == st_unavailable);
+        CHECK(cl.out().empty());  // not "no such lock"
+        CHECK(cl.err() == "zklock: cannot list " + path + ": the chroot " + chroot + " of " + servers +
+                              " does not exist on the server (zklock does not create it)\n");
         CHECK_FALSE(fs::exists(s / "ran"));
     });
 }
