@@ -825,3 +825,42 @@ TEST_CASE("zklock cli: a host name that does not resolve, and a chroot that does
         CHECK_FALSE(fs::exists(s / "ran"));
     });
 }
+
+TEST_CASE("zklock cli: -v shows the session timeout the server granted, and warns when it was changed")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();  // tickTime 200 ms: it grants 400 ms to 4 s
+        const auto path = unique_path("cli-session-timeout");
+        const std::string raised = "zklock: warning: the server granted a session timeout of 400ms, not the 100ms asked "
+                                   "for (--session-timeout)";
+        process a, b, c, d, l;
+        launch(a, s, "raised-v", {"--servers", servers, "-v", "--session-timeout", "100ms", path, "true"});
+        CHECK(co_await finish(a) == 0);
+        CAPTURE(a.err());
+        CHECK(a.err().find("zklock: connected to " + servers + " (session 0x") != std::string::npos);
+        CHECK(a.err().find(", session timeout 400ms)\n") != std::string::npos);
+        CHECK(a.err().find(raised + "\n") != std::string::npos);
+
+        // Asked for explicitly: the warning comes without -v too, and alone.
+        launch(b, s, "raised", {"--servers", servers, "--session-timeout", "100ms", path, "true"});
+        CHECK(co_await finish(b) == 0);
+        CHECK(b.err() == raised + "\n");
+
+        // Granted as asked: no warning.
+        launch(c, s, "granted-v", {"--servers", servers, "-v", "--session-timeout", "2s", path, "true"});
+        CHECK(co_await finish(c) == 0);
+        CAPTURE(c.err());
+        CHECK(c.err().find(", session timeout 2s)\n") != std::string::npos);
+        CHECK(c.err().find("warning") == std::string::npos);
+
+        // The default (10s, lowered to 4s here) nobody asked for: silent without -v.
+        launch(d, s, "default", {"--servers", servers, path, "true"});
+        CHECK(co_await finish(d) == 0);
+        CHECK(d.err().empty());
+
+        launch(l, s, "list-v", {"list", "-v", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        CHECK(l.err().find(", session timeout 4s)\n") != std::string::npos);
+    });
+}
