@@ -40,13 +40,16 @@ public:
                    "another service): no session was established.";
         case errc::operation_in_progress:
             return "Another wait on this object is already pending; wait again once it has completed.";
+        case errc::unresolvable_host:
+            return "Cannot resolve host name: no host of the server list resolves to an address.";
+        case errc::chroot_missing:
+            return "The chroot of the server list (the path after host:port) does not exist on the server.";
         case errc::request_dropped:
             return "The server closed the connection each time the request was sent (5 tries): it refuses the "
                    "request (larger than its jute.maxbuffer?).";
         case errc::chroot_mismatch:
             return "The server list names another chroot than the session's: a session keeps its chroot "
                    "(give the same one, or none).";
-        case errc::cannot_resolve: return "No host of the server list could be resolved to an address.";
         }
         return "Unknown zklock error " + std::to_string(ev) + ".";
     }

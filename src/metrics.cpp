@@ -101,8 +101,9 @@ const char* errc_name(errc e) noexcept
     case errc::request_dropped: return "request_dropped";
     case errc::operation_in_progress: return "operation_in_progress";
     case errc::not_zookeeper: return "not_zookeeper";
+    case errc::unresolvable_host: return "unresolvable_host";
+    case errc::chroot_missing: return "chroot_missing";
     case errc::chroot_mismatch: return "chroot_mismatch";
-    case errc::cannot_resolve: return "cannot_resolve";
     }
     return nullptr;
 }

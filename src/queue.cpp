@@ -11,6 +11,7 @@
 namespace zklock {
 
 error_code validate_lock_path(std::string_view path) noexcept { return detail::validate_lock_path(path); }
+std::string_view explain_lock_path(std::string_view path) noexcept { return detail::lock_path_problem(path); }
 error_code validate_servers(std::string_view servers) noexcept { return detail::validate_servers(servers); }
 
 const char* to_string(queue_kind k) noexcept
@@ -91,12 +92,24 @@ public:
             if (err == std::errc() && end == data.data() + data.size() && data == permit_count_data(n)) self->out_.permits = n;
         });
         s_->get_children(path_, nullptr, [self](error_code ec, std::vector<std::string> children) {
+            if (ec == zk_errc::no_node) return self->check_chroot();
             if (ec) return self->finish(ec);
             self->on_children(children);
         });
     }
 
 private:
+    // No such path: is it the chroot that is missing? Under a chroot "/" is the chroot's node
+    // (without one it always exists), so one more request tells.
+    void check_chroot()
+    {
+        if (done_) return;
+        s_->exists("/", nullptr, [self = shared_from_this()](error_code ec, std::optional<zklock::stat> st) {
+            if (!ec && !st) return self->finish(errc::chroot_missing);
+            self->finish(zk_errc::no_node);
+        });
+    }
+
     void on_children(const std::vector<std::string>& children)
     {
         if (done_) return;

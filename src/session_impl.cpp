@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 
 namespace zklock::detail {
 
@@ -67,15 +68,22 @@ error_code session_impl::no_handle_error() const
     }
 }
 
-void session_impl::start_handle()
+error_code session_impl::start_handle()
 {
     set_client_log_level(cfg_.client_log_level);
     static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
                                              ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
     zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
-    zh_ = zookeeper_init2(cfg_.servers.c_str(), &global_watcher, to_session_timeout_ms(cfg_.session_timeout),
-                          nullptr, this, 0, &client_log);
-    if (!zh_) return;
+    // zookeeper_init resolves every host name (getaddrinfo, on this thread), skips those that do
+    // not resolve and fails when none does (errno ENOENT, or EINVAL for other getaddrinfo
+    // errors). The list was validated first, so any failure but ENOMEM is that one.
+    errno = 0;
+    zh_ = zookeeper_init2(client_servers(cfg_.servers).c_str(), &global_watcher,
+                          to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
+    if (!zh_) {
+        if (errno == ENOMEM) return {ENOMEM, boost::system::system_category()};
+        return errc::unresolvable_host;
+    }
     reconnect_attempts_ = 0;
     reconnect_at_ = {};
     peer_refused_ = false;
@@ -88,6 +96,7 @@ void session_impl::start_handle()
                      &noop_void_completion, nullptr);
     apply(fsm_.on_handle_started());
     drive();
+    return {};
 }
 
 // ---- session events -----------------------------------------------------------------------------
@@ -267,10 +276,8 @@ std::uint64_t session_impl::connect(void_cb cb)
     if (cfg_.session_timeout <= std::chrono::milliseconds::zero() || cfg_.connect_timeout <= std::chrono::milliseconds::zero())
         return post_result(std::move(cb), errc::invalid_argument);
     if (state() == session_state::connected) return post_result(std::move(cb), {});
-    if (!zh_) {
-        start_handle();
-        if (!zh_) return post_result(std::move(cb), errc::invalid_servers);
-    }
+    if (!zh_)
+        if (auto ec = start_handle()) return post_result(std::move(cb), ec);
     const std::uint64_t id = ++next_connect_id_;
     connect_waiters_.emplace_back(id, std::move(cb));
     if (connect_waiters_.size() == 1) {
@@ -667,7 +674,10 @@ void create_containers_from(const session_ptr& s, std::string dir, std::size_t f
     const std::size_t slash = dir.find('/', from);
     std::string prefix = dir.substr(0, slash);
     s->create(prefix, {}, create_mode::container,
-              [s, dir = std::move(dir), slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+              [s, dir = std::move(dir), from, slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+                  // The first component's parent is "/", which always exists, unless "/" is a
+                  // chroot (the server list's "/app", prefixed by the C client) that does not.
+                  if (ec == zk_errc::no_node && from == 1) return cb(errc::chroot_missing);
                   if (ec && ec != zk_errc::node_exists) return cb(ec);
                   if (slash == std::string::npos) return cb({});
                   create_containers_from(s, std::move(dir), slash + 1, std::move(cb));

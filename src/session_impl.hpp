@@ -173,7 +173,9 @@ public:
 
 private:
     // session_impl.cpp
-    void start_handle();
+    /// Starts a C handle; on failure (zh_ stays null) why: errc::unresolvable_host when no host
+    /// name of the list resolved, else a system error.
+    error_code start_handle();
     void apply(const session_effects& e);
     void notify_observers();
     void close_handle_inline();

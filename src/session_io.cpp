@@ -286,7 +286,9 @@ void session_impl::after_process()
     if (!restart_pending_) return;
     restart_pending_ = false;
     close_handle_inline();
-    if (restart_starts_ && state() == session_state::expired) start_handle();
+    // A failure (no host name resolves now) leaves the session expired without a handle: the
+    // next async_connect starts one.
+    if (restart_starts_ && state() == session_state::expired) (void)start_handle();
 }
 
 void session_impl::release_io()

@@ -99,7 +99,7 @@ error_code session_impl::set_servers(std::string servers)
         }
         ::freeaddrinfo(res);
     }
-    if (l.addresses.empty()) return errc::cannot_resolve;
+    if (l.addresses.empty()) return errc::unresolvable_host;
 
     cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
     if (!zh_) return {};  // the next handle starts with cfg_.servers

@@ -34,8 +34,8 @@ constexpr std::array<option_spec, 10> specs{{
     {"try", 'n', "", "Fail at once (status 75) if the lock is taken.", false},
     {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", false},
     {"session-timeout", 0, "DURATION",
-     "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks). If zklock cannot reach "
-     "a server for this long, the lock is lost.",
+     "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks, and zklock warns when it "
+     "did). If zklock cannot reach a server for this long, the lock is lost.",
      false},
     {"connect-timeout", 0, "DURATION",
      "Give up (status 69) if no server accepts a session within DURATION (default 10s).", true},
@@ -44,7 +44,10 @@ constexpr std::array<option_spec, 10> specs{{
      false},
     {"owner", 0, "TEXT",
      "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", false},
-    {"verbose", 'v', "", "Report progress (connected, queued and how many ahead, acquired, released) on stderr.", true},
+    {"verbose", 'v', "",
+     "Report progress (connected and the session timeout granted, queued and how many ahead, acquired, released) "
+     "on stderr.",
+     true},
     {"help", 'h', "", "Print this help and exit.", true},
 }};
 
@@ -197,7 +200,10 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
             else if (name == "kill-after") o.kill_after = *d;
             else if (*d == std::chrono::milliseconds::zero())
                 return fail("--" + std::string(name) + " must be greater than zero");
-            else if (name == "session-timeout") o.session_timeout = *d;
+            else if (name == "session-timeout") {
+                o.session_timeout = *d;
+                o.session_timeout_given = true;
+            }
             else o.connect_timeout = *d;
         } else if (name == "servers") o.servers = value;
         else if (name == "owner") o.owner = value;
@@ -215,8 +221,8 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
         if (operands.size() < 2) return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
         o.command.assign(operands.begin() + 1, operands.end());
     }
-    if (auto ec = zklock::validate_lock_path(o.lock_path))
-        return fail("invalid lock path '" + o.lock_path + "': " + ec.message());
+    if (const auto problem = zklock::explain_lock_path(o.lock_path); !problem.empty())
+        return fail("invalid lock path '" + o.lock_path + "': " + std::string(problem));
     if (auto ec = zklock::validate_servers(o.servers))
         return fail("invalid server list '" + o.servers + "': " + ec.message());
     return {o, {}};

@@ -40,6 +40,7 @@ struct options {
     bool try_only = false;
     bool shared = false;
     std::chrono::milliseconds session_timeout{10'000};
+    bool session_timeout_given = false;  ///< --session-timeout was on the command line
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds kill_after{5'000};
     std::string owner;  ///< empty: the library's "<host>:<pid>"

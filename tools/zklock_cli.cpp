@@ -80,7 +80,30 @@ std::string connect_failure(const cli::options& o, const error_code& ec)
 {
     if (ec == zklock::errc::connect_timeout)
         return "no ZooKeeper server at " + o.servers + " accepted a session within " + cli::format_duration(o.connect_timeout);
+    if (ec == zklock::errc::unresolvable_host)
+        return "cannot resolve host name: no host of " + o.servers + " resolves to an address";
     return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
+}
+
+/// A missing chroot, named: "the chroot /app of --servers does not exist ...".
+std::string chroot_missing(const cli::options& o)
+{
+    return "the chroot " + o.servers.substr(o.servers.find('/')) + " of " + o.servers +
+           " does not exist on the server (zklock does not create it)";
+}
+
+/// What the server granted: with --verbose the session and its timeout. A timeout other than the
+/// one asked for (the server keeps it within 2..20 ticks) is a warning, also without --verbose
+/// when --session-timeout was given.
+void report_session(const zklock::session& zk, const cli::options& o)
+{
+    const auto granted = zk.negotiated_timeout();
+    if (o.verbose)
+        say("connected to %s (session 0x%llx, session timeout %s)", o.servers.c_str(),
+            static_cast<unsigned long long>(zk.session_id()), cli::format_duration(granted).c_str());
+    if (granted != o.session_timeout && (o.verbose || o.session_timeout_given))
+        say("warning: the server granted a session timeout of %s, not the %s asked for (--session-timeout)",
+            cli::format_duration(granted).c_str(), cli::format_duration(o.session_timeout).c_str());
 }
 
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
@@ -227,7 +250,7 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         say("%s", connect_failure(o, ec).c_str());
         co_return status::unavailable;
     }
-    if (o.verbose) say("connected to %s (session 0x%llx)", o.servers.c_str(), static_cast<unsigned long long>(zk.session_id()));
+    report_session(zk, o);
 
     // 2. Queue for the lock, unless interrupted. On a signal `||` cancels the acquire, which
     //    deletes our queue node before it completes: nobody waits behind a node of ours.
@@ -250,6 +273,8 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         } else if (acquire_ec == zklock::errc::timeout) {
             say("timed out after %s waiting for %s", cli::format_duration(*o.timeout).c_str(), o.lock_path.c_str());
             code = status::not_acquired;
+        } else if (acquire_ec == zklock::errc::chroot_missing) {
+            say("cannot acquire %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
         } else {
             say("cannot acquire %s: %s", o.lock_path.c_str(), acquire_ec.message().c_str());
         }
@@ -328,11 +353,16 @@ awaitable<int> run_list(cli::options o)
         say("%s", connect_failure(o, ec).c_str());
         co_return status::unavailable;
     }
+    report_session(zk, o);
     auto [ec, listing] = co_await zklock::async_list_queue(zk, o.lock_path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
         std::printf("%s: no such lock (the path does not exist)\n", o.lock_path.c_str());
         co_return 0;
+    }
+    if (ec == zklock::errc::chroot_missing) {
+        say("cannot list %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
+        co_return status::unavailable;
     }
     if (ec) {
         say("cannot list %s: %s", o.lock_path.c_str(), ec.message().c_str());

@@ -72,7 +72,9 @@ public:
     /// errc::recipe_mismatch (a semaphore and a mutex/shared_mutex on one path), errc::request_too_large
     /// (the path and lock_options::owner_info exceed session_config::max_request_bytes: nothing was
     /// sent), errc::request_dropped (the server dropped the connection at each of 5 creates),
-    /// zk_errc::no_auth (the lock path's ACL forbids us); a semaphore also errc::permit_mismatch
+    /// zk_errc::no_auth (the lock path's ACL forbids us), errc::chroot_missing (the server list's
+    /// chroot, "h:2181/app", does not exist: zklock creates the lock path's parents, never the
+    /// chroot); a semaphore also errc::permit_mismatch
     /// and errc::invalid_argument (zero permits).
     ///
     /// Lifetimes: the lock object may be destroyed while the operation runs; the session's state

@@ -13,6 +13,9 @@ namespace zklock {
 struct session_config {
     /// Comma-separated "host:port" list, optionally followed by a chroot ("h1:2181,h2:2181/app").
     /// session::set_servers (and follow_ensemble) replace the host list of a session's config().
+    /// A host is a name, an IPv4 address or an IPv6 address in brackets ("[::1]:2181"). The
+    /// chroot must exist: zklock never creates it (a typo would silently start a second tree),
+    /// and acquires and async_list_queue fail with errc::chroot_missing while it is absent.
     std::string servers = "127.0.0.1:2181";
 
     /// Session timeout asked of the server (it clamps it to [2, 20] x its tickTime by default;

@@ -38,9 +38,12 @@ enum class errc {
     operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
     not_zookeeper,        ///< A server answered the connect with something that is not a
                           ///< ZooKeeper connect response (async_connect, at its connect timeout).
+    unresolvable_host,    ///< No host name of the server list resolves to an address
+                          ///< (async_connect; a list where some resolve connects to those).
+    chroot_missing,       ///< The chroot of the server list ("h:2181/app") does not exist on the
+                          ///< server (acquires and async_list_queue; zklock never creates it).
     chroot_mismatch,      ///< A new server list names another chroot than the session's
                           ///< (session::set_servers): a session cannot change its chroot.
-    cannot_resolve,       ///< No host of the server list resolves to an address.
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

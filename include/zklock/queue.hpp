@@ -19,11 +19,17 @@ namespace zklock {
 /// "/", no trailing '/', no empty, "." or ".." component), no character the server refuses (C0
 /// and C1 controls, U+D800..U+F8FF, U+FFF0..U+FFFF, anything outside the BMP), not under the
 /// reserved "/zookeeper", at most 1024 bytes. errc::invalid_path otherwise. Every acquire checks
-/// this before sending anything.
+/// this before sending anything; explain_lock_path says which rule a refused path breaks.
 error_code validate_lock_path(std::string_view path) noexcept;
 
-/// Empty when `servers` is a ZooKeeper connect string, "host:port[,host:port...][/chroot]" (IPv6
-/// hosts in brackets, ports 1..65535); errc::invalid_servers otherwise.
+/// Which rule `path` breaks, as a phrase for a message ("a component is '..'", "the path ends
+/// with '/'"); empty exactly when validate_lock_path accepts it. The text points to static
+/// storage. (errc::invalid_path stays the one error code for every rule.)
+std::string_view explain_lock_path(std::string_view path) noexcept;
+
+/// Empty when `servers` is a ZooKeeper connect string, "host:port[,host:port...][/chroot]" (a host
+/// is a name, an IPv4 address or an IPv6 address in brackets, "[::1]:2181"; ports 1..65535);
+/// errc::invalid_servers otherwise. Nothing is resolved here (see session::async_connect).
 error_code validate_servers(std::string_view servers) noexcept;
 
 /// What a queue node asks for.
@@ -75,7 +81,8 @@ void initiate_list_queue(session_ptr s, std::string path, handler<error_code, qu
 /// this call.
 /// Cancellation: terminal, partial and total alike complete at once with operation_aborted (the
 /// listing has no side effect; replies that come later are dropped).
-/// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path), errc::not_connected,
+/// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path),
+/// errc::chroot_missing (the server list's chroot does not exist), errc::not_connected,
 /// errc::session_expired, errc::session_closed, zk_errc::no_auth, connection errors.
 /// Lifetimes: the session's state is kept alive by the operation. Thread safety: call from the
 /// session's executor.

@@ -144,8 +144,13 @@ public:
     /// Connects: completes when a ZooKeeper session is established (at once if it is).
     /// Completion signature: void(error_code).
     /// Errors: errc::invalid_servers, errc::invalid_argument (a timeout <= 0 in the config),
-    /// errc::connect_timeout (after config().connect_timeout; the attempt is abandoned and a new
-    /// async_connect starts afresh), zk_errc::auth_failed, errc::session_closed.
+    /// errc::unresolvable_host (no host name of config().servers resolves; those that do not are
+    /// skipped while one does), errc::connect_timeout (after config().connect_timeout; the
+    /// attempt is abandoned and a new async_connect starts afresh), errc::not_zookeeper,
+    /// zk_errc::auth_failed, errc::session_closed.
+    /// Host names are resolved once per ZooKeeper session, by the C client, inside this call and
+    /// on the calling thread (getaddrinfo blocks: give addresses, or names in /etc/hosts, where a
+    /// slow resolver must not hold the executor up).
     /// Cancellation (any type): completes at once with operation_aborted. If no other
     /// async_connect is waiting, the attempt is abandoned as after a timeout (state() goes back to
     /// disconnected; acquires waiting for the connection fail with errc::not_connected).
@@ -212,7 +217,7 @@ public:
     /// chroot. The same hosts in another order change nothing.
     ///
     /// Errors (and then nothing has changed): errc::invalid_servers (malformed, as
-    /// validate_servers says), errc::chroot_mismatch, errc::cannot_resolve (no host resolves),
+    /// validate_servers says), errc::chroot_mismatch, errc::unresolvable_host (no host resolves),
     /// errc::session_closed.
     /// Lifetimes: `servers` is copied. Thread safety: call from the session's executor.
     /// With session_config::follow_ensemble the next change of the ensemble's configuration

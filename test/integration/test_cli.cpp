@@ -6,6 +6,9 @@
 #include "server.hpp"
 #include "support/failure.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -16,6 +19,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -231,6 +235,77 @@ awaitable<void> start_holder(process& p, const scratch& s, const std::string& se
     REQUIRE_MESSAGE(co_await wait_file(ready), name << " did not get the lock; stderr: " << p.err());
 }
 
+/// A peer on 127.0.0.1 that is not ZooKeeper, served on the test's io_context: a silent one
+/// accepts and never answers; an HTTP one answers whatever it reads with an HTTP error and keeps
+/// the connection open, as a keep-alive HTTP server does. Destroying it closes everything.
+class fake_peer {
+public:
+    fake_peer(asio::any_io_executor ex, bool http)
+        : st_(std::make_shared<state>(asio::ip::tcp::acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0}), http))
+    {
+        asio::co_spawn(ex, accept(st_), asio::detached);
+    }
+    ~fake_peer()
+    {
+        boost::system::error_code ec;
+        st_->acceptor.close(ec);
+        for (auto& c : st_->conns) c->close(ec);
+    }
+    fake_peer(const fake_peer&) = delete;
+    fake_peer& operator=(const fake_peer&) = delete;
+
+    std::string connect_string() const { return "127.0.0.1:" + std::to_string(st_->acceptor.local_endpoint().port()); }
+    std::size_t connections() const { return st_->conns.size(); }
+
+private:
+    struct state {
+        state(asio::ip::tcp::acceptor a, bool h) : acceptor(std::move(a)), http(h) {}
+        asio::ip::tcp::acceptor acceptor;
+        std::vector<std::shared_ptr<asio::ip::tcp::socket>> conns;
+        bool http;
+    };
+    static awaitable<void> accept(std::shared_ptr<state> st)
+    {
+        for (;;) {
+            auto sock = std::make_shared<asio::ip::tcp::socket>(st->acceptor.get_executor());
+            auto [ec] = co_await st->acceptor.async_accept(*sock, tuple);
+            if (ec) co_return;
+            st->conns.push_back(sock);
+            if (st->http) asio::co_spawn(st->acceptor.get_executor(), serve(sock), asio::detached);
+        }
+    }
+    static awaitable<void> serve(std::shared_ptr<asio::ip::tcp::socket> sock)
+    {
+        static const std::string reply = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        char buf[512];
+        for (;;) {
+            auto [ec, n] = co_await sock->async_read_some(asio::buffer(buf), tuple);
+            if (ec) co_return;
+            auto [wec, written] = co_await asio::async_write(*sock, asio::buffer(reply), tuple);
+            if (wec) co_return;
+        }
+    }
+    std::shared_ptr<state> st_;
+};
+
+/// Freezes a server (SIGSTOP: its sockets stay open, the kernel still accepts connections for it)
+/// until thaw() or the end of the scope.
+struct freeze {
+    pid_t pid;
+    explicit freeze(pid_t p) : pid(p)
+    {
+        REQUIRE(pid > 0);
+        REQUIRE(::kill(pid, SIGSTOP) == 0);
+    }
+    ~freeze() { thaw(); }
+    void thaw()
+    {
+        if (pid > 0) ::kill(std::exchange(pid, -1), SIGCONT);
+    }
+};
+
+const char* signal_text(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
+
 }  // namespace
 
 TEST_CASE("zklock cli: usage errors exit 64 with a one-line message, --help documents the statuses")
@@ -248,9 +323,11 @@ TEST_CASE("zklock cli: usage errors exit 64 with a one-line message, --help docu
             {{"--shared"}, "missing LOCKPATH"},
             {{"/l"}, "missing COMMAND"},
             {{"/l", "--"}, "missing COMMAND"},
-            {{"relative/path", "true"}, "The path is not a valid lock path"},
-            {{"/l/", "true"}, "The path is not a valid lock path"},
-            {{"/zookeeper/x", "true"}, "The path is not a valid lock path"},
+            {{"relative/path", "true"}, "invalid lock path 'relative/path': the path is not absolute"},
+            {{"/l/", "true"}, "invalid lock path '/l/': the path ends with '/'"},
+            {{"/a/../b", "true"}, "invalid lock path '/a/../b': a component is '..'"},
+            {{"/zookeeper/x", "true"}, "the path is under /zookeeper, which the server reserves"},
+            {{"list", "/a//b"}, "invalid lock path '/a//b': a component is empty ('//')"},
             {{"--timeout", "soon", "/l", "true"}, "invalid duration 'soon' for --timeout"},
             {{"--timeout"}, "option '--timeout' needs a value"},
             {{"--kill-after=-1s", "/l", "true"}, "invalid duration '-1s' for --kill-after"},
@@ -767,5 +844,197 @@ TEST_CASE("zklock cli: --verbose reports the waiter's place in the queue as it c
         CHECK(l2[1] == "zklock: waiting: 1 ahead");  // one line per change, none repeated
         CHECK(l2[2].find("zklock: acquired " + path) == 0);
         CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: an IPv6 server address in brackets works ([::1]:PORT)")
+{
+    if (!ipv6_loopback_available()) {
+        WARN_MESSAGE(false, "not run: this host has no IPv6 loopback address (::1)");
+        return;
+    }
+    zk_server v6{server_options{.tick_time = 200ms, .client_address = "::1"}};  // listens on ::1 only
+    run([&]() -> awaitable<void> {
+        scratch s;
+        const auto servers = v6.connect_string();
+        REQUIRE(servers.rfind("[::1]:", 0) == 0);
+        const auto path = unique_path("cli-ipv6");
+        process p;
+        launch(p, s, "ipv6", {"--servers", servers, "-v", path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(p) == 0);
+        CHECK_MESSAGE(fs::exists(s / "ran"), p.err());
+        CHECK(p.err().find("zklock: connected to " + servers) != std::string::npos);
+        process l;
+        launch(l, s, "ipv6-list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        CHECK(l.out().rfind(path + ": ", 0) == 0);
+    });
+}
+
+TEST_CASE("zklock cli: a host name that does not resolve, and a chroot that does not exist, are named")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto path = unique_path("cli-names");
+        // ".invalid" never resolves (RFC 6761).
+        process u, ul;
+        launch(u, s, "unresolvable", {"--servers", "nonexistent.invalid:2181", path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(u) == st_unavailable);
+        CHECK(u.err() == "zklock: cannot resolve host name: no host of nonexistent.invalid:2181 resolves to an address\n");
+        launch(ul, s, "unresolvable-list", {"list", "--servers", "nonexistent.invalid:2181", path});
+        CHECK(co_await finish(ul) == st_unavailable);
+        CHECK(ul.err().find("cannot resolve host name") != std::string::npos);
+
+        const std::string chroot = "/zklock-no-chroot-" + std::to_string(::getpid());
+        const std::string servers = shared_server().connect_string() + chroot;
+        process c, cl;
+        launch(c, s, "chroot", {"--servers", servers, path, "--", "touch", s / "ran"});
+        CHECK(co_await finish(c) == st_unavailable);
+        CHECK(c.err() == "zklock: cannot acquire " + path + ": the chroot " + chroot + " of " + servers +
+                             " does not exist on the server (zklock does not create it)\n");
+        launch(cl, s, "chroot-list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(cl) == st_unavailable);
+        CHECK(cl.out().empty());  // not "no such lock"
+        CHECK(cl.err() == "zklock: cannot list " + path + ": the chroot " + chroot + " of " + servers +
+                              " does not exist on the server (zklock does not create it)\n");
+        CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
+
+TEST_CASE("zklock cli: -v shows the session timeout the server granted, and warns when it was changed")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();  // tickTime 200 ms: it grants 400 ms to 4 s
+        const auto path = unique_path("cli-session-timeout");
+        const std::string raised = "zklock: warning: the server granted a session timeout of 400ms, not the 100ms asked "
+                                   "for (--session-timeout)";
+        process a, b, c, d, l;
+        launch(a, s, "raised-v", {"--servers", servers, "-v", "--session-timeout", "100ms", path, "true"});
+        CHECK(co_await finish(a) == 0);
+        CAPTURE(a.err());
+        CHECK(a.err().find("zklock: connected to " + servers + " (session 0x") != std::string::npos);
+        CHECK(a.err().find(", session timeout 400ms)\n") != std::string::npos);
+        CHECK(a.err().find(raised + "\n") != std::string::npos);
+
+        // Asked for explicitly: the warning comes without -v too, and alone.
+        launch(b, s, "raised", {"--servers", servers, "--session-timeout", "100ms", path, "true"});
+        CHECK(co_await finish(b) == 0);
+        CHECK(b.err() == raised + "\n");
+
+        // Granted as asked: no warning.
+        launch(c, s, "granted-v", {"--servers", servers, "-v", "--session-timeout", "2s", path, "true"});
+        CHECK(co_await finish(c) == 0);
+        CAPTURE(c.err());
+        CHECK(c.err().find(", session timeout 2s)\n") != std::string::npos);
+        CHECK(c.err().find("warning") == std::string::npos);
+
+        // The default (10s, lowered to 4s here) nobody asked for: silent without -v.
+        launch(d, s, "default", {"--servers", servers, path, "true"});
+        CHECK(co_await finish(d) == 0);
+        CHECK(d.err().empty());
+
+        launch(l, s, "list-v", {"list", "-v", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        CHECK(l.err().find(", session timeout 4s)\n") != std::string::npos);
+    });
+}
+
+TEST_CASE("zklock cli: SIGTERM and SIGINT while connecting exit 80: a silent peer, an HTTP peer, a frozen server")
+{
+    zk_server server;  // started before the test's io_context runs
+    run([&]() -> awaitable<void> {
+        scratch s;
+        auto ex = co_await asio::this_coro::executor;
+        fake_peer silent{ex, false}, http{ex, true};
+        freeze frozen{server.pid()};
+        struct target {
+            std::string name, servers;
+            const fake_peer* peer;
+        };
+        const std::vector<target> targets{{"silent", silent.connect_string(), &silent},
+                                          {"http", http.connect_string(), &http},
+                                          {"frozen", server.connect_string(), nullptr}};
+        const std::array<int, 2> signals{SIGTERM, SIGINT};
+        process_guard guard;
+        for (const auto& t : targets)
+            for (int sig : signals) {
+                CAPTURE(t.name);
+                CAPTURE(sig);
+                process p;
+                guard.procs.push_back(&p);
+                const std::size_t before = t.peer ? t.peer->connections() : 0;
+                launch(p, s, t.name + std::to_string(sig),
+                       {"--servers", t.servers, "--connect-timeout", "60s", "-v", "/l", "--", "touch", s / "ran"});
+                if (t.peer) CHECK(co_await eventually([&] { return t.peer->connections() > before; }, 10s));
+                co_await sleep_for(500ms);  // the HTTP peer has answered by now, and been refused
+                REQUIRE_FALSE(p.poll());   // still connecting
+                const auto signalled = clock_type::now();
+                p.signal(sig);
+                REQUIRE_MESSAGE(co_await wait_exit(p, 10s), "no exit 10 s after " << signal_text(sig) << "; stderr: " << p.err());
+                MESSAGE(t.name << ", " << std::string(signal_text(sig)) << ": exited " << seconds_since(signalled) << " s after it");
+                CHECK(*p.status == st_interrupted);
+                CHECK(p.err() == "zklock: interrupted by " + std::string(signal_text(sig)) + " while connecting\n");
+                guard.procs.pop_back();
+            }
+        CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
+
+TEST_CASE("zklock cli: SIGTERM and SIGINT are answered while waiting and while holding, the server frozen")
+{
+    zk_server server;  // tickTime 2 s: the 20 s sessions below outlive the freeze
+    run([&]() -> awaitable<void> {
+        scratch s;
+        const auto servers = server.connect_string();
+        const auto path = unique_path("cli-frozen");
+        auto ex = co_await asio::this_coro::executor;
+        process h_term, h_int, w_term, w_int;
+        process_guard guard{{&h_term, &h_int, &w_term, &w_int}};
+        {
+            session zk{ex, config_for(servers, 20000ms)};
+            co_await connect(zk);
+            // Two shared holders running COMMAND, two exclusive waiters queued behind them.
+            const std::vector<std::string> opts{"--shared", "--session-timeout", "20s"};
+            co_await start_holder(h_term, s, servers, path, "holder-term", opts);
+            co_await start_holder(h_int, s, servers, path, "holder-int", opts);
+            start(w_term, s, "waiter-term", zklock_args(servers, {"--session-timeout", "20s", path, "--", "touch", s / "ran"}));
+            start(w_int, s, "waiter-int", zklock_args(servers, {"--session-timeout", "20s", path, "--", "touch", s / "ran"}));
+            REQUIRE(co_await wait_children(zk, path, 4) == 4);
+            co_await zk.async_close();
+        }
+        freeze frozen{server.pid()};
+        struct phase {
+            process* p;
+            int sig;
+            int status;
+            std::string message;
+        };
+        const std::vector<phase> phases{
+            {&w_term, SIGTERM, st_interrupted, "interrupted by SIGTERM while waiting for " + path + "; left the queue"},
+            {&w_int, SIGINT, st_interrupted, "interrupted by SIGINT while waiting for " + path + "; left the queue"},
+            {&h_term, SIGTERM, 128 + SIGTERM, ""},  // passed on to COMMAND (sleep), whose status it is
+            {&h_int, SIGINT, 128 + SIGINT, ""},
+        };
+        for (const auto& ph : phases) {
+            CAPTURE(ph.p->err_file);
+            const auto signalled = clock_type::now();
+            ph.p->signal(ph.sig);
+            REQUIRE_MESSAGE(co_await wait_exit(*ph.p, 10s),
+                            "no exit 10 s after " << signal_text(ph.sig) << "; stderr: " << ph.p->err());
+            MESSAGE(ph.p->err_file << ": exited " << seconds_since(signalled) << " s after " << std::string(signal_text(ph.sig)));
+            CHECK(*ph.p->status == ph.status);
+            if (!ph.message.empty()) CHECK(ph.p->err().find(ph.message) != std::string::npos);
+        }
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // Thawed, the server finds their sessions closed (or expires them): nothing of theirs stays.
+        frozen.thaw();
+        session after{ex, config_for(servers, 20000ms)};
+        co_await connect(after);
+        const auto thawed = clock_type::now();
+        CHECK(co_await wait_children(after, path, 0, 40s) == 0);
+        MESSAGE("their nodes gone " << seconds_since(thawed) << " s after the thaw");
+        co_await after.async_close();
     });
 }

@@ -113,6 +113,10 @@ TEST_CASE("validate_lock_path and validate_servers are the rules the acquires ap
     CHECK(validate_lock_path("/a/") == errc::invalid_path);
     CHECK(validate_lock_path("/a/../b") == errc::invalid_path);
     CHECK(validate_lock_path("/zookeeper/x") == errc::invalid_path);
+    // The rule broken, named (every rule: unit test "lock paths: each refusal names the rule ...").
+    CHECK(explain_lock_path("/a/../b") == "a component is '..'");
+    CHECK(explain_lock_path("/a/") == "the path ends with '/'");
+    CHECK(explain_lock_path("/locks/a").empty());
     CHECK_FALSE(validate_servers("127.0.0.1:2181,[::1]:2182/chroot"));
     CHECK(validate_servers("127.0.0.1:0") == errc::invalid_servers);
 }

@@ -156,8 +156,39 @@ std::vector<std::uint16_t> free_ports(std::size_t n)
     return ports;
 }
 
+bool ipv6_loopback_available()
+{
+    const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
 std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono::milliseconds timeout)
 {
+    return four_letter("127.0.0.1", port, cmd, timeout);
+}
+
+std::string four_letter(const std::string& address, std::uint16_t port, const std::string& cmd,
+                        std::chrono::milliseconds timeout)
+{
+    sockaddr_storage a{};
+    socklen_t a_len = 0;
+    if (auto* v4 = reinterpret_cast<sockaddr_in*>(&a); ::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        a_len = sizeof *v4;
+    } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&a); ::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        a_len = sizeof *v6;
+    } else {
+        return {};
+    }
     const auto deadline = clock_type::now() + timeout;
     auto wait_for = [&](int fd, short events) {
         for (;;) {
@@ -170,11 +201,10 @@ std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono:
         }
     };
 
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return {};
     std::string reply;
-    sockaddr_in a = loopback(port);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), a_len) == 0;
     if (!ok && errno == EINPROGRESS && wait_for(fd, POLLOUT)) {
         int err = 0;
         socklen_t len = sizeof err;
@@ -315,7 +345,11 @@ zk_server::~zk_server()
     }
 }
 
-std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
+std::string zk_server::connect_string() const
+{
+    const auto& host = options_.client_address;
+    return (host.find(':') == std::string::npos ? host : "[" + host + "]") + ":" + std::to_string(port_);
+}
 
 pid_t zk_server::pid() const { return running() ? pid_ : -1; }
 
@@ -325,7 +359,7 @@ void zk_server::write_config() const
     cfg << "tickTime=" << options_.tick_time.count() << "\n"
         << "dataDir=" << (dir_ / "data").string() << "\n"
         << "clientPort=" << port_ << "\n"
-        << "clientPortAddress=127.0.0.1\n"
+        << "clientPortAddress=" << options_.client_address << "\n"
         << "forceSync=no\n"
         << "maxClientCnxns=0\n"
         << "admin.enableServer=false\n"
@@ -430,8 +464,8 @@ void zk_server::wait_up(clock_type::time_point deadline)
         if (reap(false)) throw failure("exited during startup");
         // "ruok" answers before the server serves ("srvr" then says "not currently serving
         // requests", clients are turned away); quorum members only serve once there is a leader.
-        if (zklock::test::four_letter(port_, "ruok", 1s) == "imok" &&
-            (member_ || zklock::test::four_letter(port_, "srvr", 1s).find("Mode: ") != std::string::npos))
+        if (four_letter_within("ruok", 1s) == "imok" &&
+            (member_ || four_letter_within("srvr", 1s).find("Mode: ") != std::string::npos))
             return;
         if (clock_type::now() > deadline) {
             kill();
@@ -480,7 +514,12 @@ void zk_server::kill()
     reap(true);
 }
 
-std::string zk_server::four_letter(const std::string& cmd) const { return zklock::test::four_letter(port_, cmd); }
+std::string zk_server::four_letter(const std::string& cmd) const { return four_letter_within(cmd, 3s); }
+
+std::string zk_server::four_letter_within(const std::string& cmd, std::chrono::milliseconds timeout) const
+{
+    return zklock::test::four_letter(options_.client_address, port_, cmd, timeout);
+}
 
 std::filesystem::path zk_server::log_path() const { return dir_ / "zookeeper.log"; }
 

@@ -38,10 +38,13 @@ struct server_options {
     /// skipped (-Dzookeeper.skipACL=yes) so that any client may reconfigure; enables
     /// zk_ensemble::add_server() and reconfig(). Not with proxy_server_links.
     bool dynamic_config = false;
+    /// zk_server only: the address it listens on (clientPortAddress), a loopback address:
+    /// "127.0.0.1", or "::1" (then connect_string() is "[::1]:PORT").
+    std::string client_address = "127.0.0.1";
 };
 
-/// A standalone ZooKeeper server on 127.0.0.1 and a free port, in its own temp dir, run as a
-/// java child process. Many instances can run in parallel (each has its own port and dir).
+/// A standalone ZooKeeper server on 127.0.0.1 (or server_options::client_address) and a free port,
+/// in its own temp dir, run as a java child process. Many instances can run in parallel (each has its own port and dir).
 ///
 /// The destructor stops the server and removes the temp dir, unless keep_files() was called,
 /// an exception is unwinding, a failure was noted (see support/failure.hpp) or the environment
@@ -59,7 +62,7 @@ public:
     zk_server(const zk_server&) = delete;
     zk_server& operator=(const zk_server&) = delete;
 
-    /// "127.0.0.1:PORT".
+    /// "127.0.0.1:PORT" ("[::1]:PORT" for a server on ::1).
     std::string connect_string() const;
     /// Fixed once the server first came up (before that, a start() that finds the port taken
     /// by someone else picks another one).
@@ -95,6 +98,7 @@ private:
     zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, const server_options& options);
 
     std::filesystem::path log_path() const;
+    std::string four_letter_within(const std::string& cmd, std::chrono::milliseconds timeout) const;
     void write_config() const;
     void spawn();
     void terminate();  // SIGTERM without waiting
@@ -114,8 +118,15 @@ private:
 /// Free TCP ports on 127.0.0.1, all distinct (bound together, then released).
 std::vector<std::uint16_t> free_ports(std::size_t n);
 
+/// Whether this host has the IPv6 loopback address (a TCP socket can be bound to [::1]:0): the
+/// tests of IPv6 addresses need it, and some containers run with IPv6 disabled.
+bool ipv6_loopback_available();
+
 /// Sends a four-letter word to 127.0.0.1:port; returns the reply, "" if unreachable.
 std::string four_letter(std::uint16_t port, const std::string& cmd,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(3));
+/// The same to address:port (a numeric IPv4 or IPv6 address).
+std::string four_letter(const std::string& address, std::uint16_t port, const std::string& cmd,
                         std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
 /// Runs ZooKeeper's own command-line client once (org.apache.zookeeper.ZooKeeperMain, what zkCli.sh

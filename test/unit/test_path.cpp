@@ -54,6 +54,51 @@ TEST_CASE("lock paths: invalid UTF-8 and every character the server refuses are 
     }
 }
 
+TEST_CASE("lock paths: each refusal names the rule it breaks, the error code stays invalid_path")
+{
+    using namespace std::string_literals;
+    struct rule {
+        std::string path;
+        std::string_view problem;
+    };
+    const std::string long_path = "/" + std::string(1024, 'a');
+    const rule rules[] = {
+        {""s, "the path is empty"},
+        {"locks/x"s, "the path is not absolute (it must start with '/')"},
+        {"/"s, "the path is the root '/' (a lock needs a node of its own)"},
+        {long_path, "the path is longer than 1024 bytes"},
+        {"/locks/"s, "the path ends with '/'"},
+        {"//locks"s, "a component is empty ('//')"},
+        {"/a//b"s, "a component is empty ('//')"},
+        {"/a/./b"s, "a component is '.'"},
+        {"/."s, "a component is '.'"},
+        {"/a/../b"s, "a component is '..'"},
+        {"/a\xff"s, "the path is not valid UTF-8"},
+        {"/a\xed\xa0\x80"s, "the path is not valid UTF-8"},  // an encoded surrogate
+        {"/a\0b"s, "the path contains a control character (C0 or C1, NUL included)"},
+        {"/a\nb"s, "the path contains a control character (C0 or C1, NUL included)"},
+        {"/a\x7f"s, "the path contains a control character (C0 or C1, NUL included)"},
+        {"/a\xc2\x85"s, "the path contains a control character (C0 or C1, NUL included)"},  // U+0085
+        {"/a\xee\x80\x80"s,
+         "the path contains a character ZooKeeper refuses (U+D800..U+F8FF, U+FFF0..U+FFFF, or one outside the BMP)"},
+        {"/a\xf0\x9f\x94\x92"s,
+         "the path contains a character ZooKeeper refuses (U+D800..U+F8FF, U+FFF0..U+FFFF, or one outside the BMP)"},
+        {"/zookeeper"s, "the path is under /zookeeper, which the server reserves"},
+        {"/zookeeper/quota"s, "the path is under /zookeeper, which the server reserves"},
+    };
+    for (const auto& r : rules) {
+        CAPTURE(r.path);
+        CHECK(lock_path_problem(r.path) == r.problem);
+        CHECK(validate_lock_path(r.path) == errc::invalid_path);
+    }
+    // The first rule broken is the one named; an accepted path has none.
+    CHECK(lock_path_problem("/a/../b/") == "the path ends with '/'");
+    CHECK(lock_path_problem("/zookeeper/..") == "the path is under /zookeeper, which the server reserves");
+    CHECK(lock_path_problem("/a/./b\n") == "a component is '.'");
+    CHECK(lock_path_problem("/locks/orders").empty());
+    CHECK(lock_path_problem("/zookeeperish/x").empty());
+}
+
 TEST_CASE("server lists")
 {
     CHECK_FALSE(validate_servers("127.0.0.1:2181"));
@@ -61,10 +106,23 @@ TEST_CASE("server lists")
     CHECK_FALSE(validate_servers("[::1]:2181"));
     CHECK_FALSE(validate_servers("h:2181/app/root"));
     for (const char* bad : {"", ",", "host", "host:", ":2181", "h:0", "h:65536", "h:21x", "h:2181,", "h:1,,h:2",
-                            "::1:2181", "h:2181/bad/", "h 1:2"}) {
+                            "::1:2181", "h:2181/bad/", "h 1:2", "[h]:2181", "[::1:2181", "[::1%]:2181", "h]:1"}) {
         CAPTURE(bad);
         CHECK(validate_servers(bad) == errc::invalid_servers);
     }
+    CHECK_FALSE(validate_servers("[fe80::1%eth0]:2181"));
+    CHECK_FALSE(validate_servers("[::ffff:10.0.0.1]:2181,h:1"));
+}
+
+TEST_CASE("server lists as the C client reads them: IPv6 without brackets, ports in plain decimal")
+{
+    // The client takes what follows the last ':' for the port and passes the rest to getaddrinfo
+    // (no brackets there); it reads a port with strtol(..., 0): "010" would be octal.
+    CHECK(client_servers("127.0.0.1:2181") == "127.0.0.1:2181");
+    CHECK(client_servers("[::1]:2181") == "::1:2181");
+    CHECK(client_servers("[::1]:2181,h:2182/app/x") == "::1:2181,h:2182/app/x");
+    CHECK(client_servers("[fe80::1%eth0]:0010") == "fe80::1%eth0:10");
+    CHECK(client_servers("h:08,[2001:db8::7]:00065535/") == "h:8,2001:db8::7:65535/");
 }
 
 TEST_CASE("queue node names round-trip and order by sequence")

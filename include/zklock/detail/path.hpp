@@ -21,9 +21,22 @@ inline constexpr std::size_t max_lock_path = 1024;
 /// max_lock_path bytes. errc::invalid_path otherwise, never a server round trip.
 error_code validate_lock_path(std::string_view path) noexcept;
 
+/// The rule `path` breaks, as a phrase ("a component is '..'"), or empty when validate_lock_path
+/// accepts it. The first rule broken, checked in this order: empty, not absolute, "/", too long,
+/// trailing '/', then component by component: empty, ".", "..", invalid UTF-8, a control
+/// character, another character the server refuses, the reserved "/zookeeper".
+std::string_view lock_path_problem(std::string_view path) noexcept;
+
 /// Empty error when `servers` is "host:port[,host:port...][/chroot]" with non-empty hosts and ports
-/// in 1..65535 (IPv6 hosts in brackets: "[::1]:2181").
+/// in 1..65535: a host is a name, an IPv4 address or an IPv6 address in brackets ("[::1]:2181",
+/// "[fe80::1%eth0]:2181"); a chroot is a valid lock path, or "/".
 error_code validate_servers(std::string_view servers) noexcept;
+
+/// A server list validate_servers accepts, written as the C client reads it: IPv6 addresses
+/// without their brackets ("[::1]:2181" -> "::1:2181": the client takes what follows the last ':'
+/// for the port and hands the rest to getaddrinfo, which knows no brackets and fails on them),
+/// ports in plain decimal (the client reads "010" as octal 8 and refuses "08"). The chroot is kept.
+std::string client_servers(std::string_view servers);
 
 /// What a queue node asks for. The letter is the node name's first character.
 enum class node_kind : char {
