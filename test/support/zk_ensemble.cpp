@@ -87,7 +87,7 @@ std::string zk_ensemble::server_line(int i) const
            std::to_string(p.election) + ":participant;127.0.0.1:" + std::to_string(p.client);
 }
 
-fs::path zk_ensemble::write_dynamic_member(int i, const std::vector<int>& members)
+fs::path zk_ensemble::write_member(int i, std::ostringstream& cfg)
 {
     std::string name = "s";  // not "s" + to_string(): GCC 12's -Wrestrict false positive (PR 105651)
     name += std::to_string(i + 1);
@@ -95,20 +95,27 @@ fs::path zk_ensemble::write_dynamic_member(int i, const std::vector<int>& member
     fs::remove_all(sdir);
     fs::create_directories(sdir / "data");
     detail::write_file(sdir / "data/myid", std::to_string(i + 1) + "\n");
-    std::ostringstream cfg;
     cfg << "tickTime=" << options_.tick_time.count() << "\n"
+        // Generous sync limits: small ticks must not make busy CI machines drop followers.
         << "initLimit=" << ticks(options_, 10s, 10) << "\n"
         << "syncLimit=" << ticks(options_, 5s, 5) << "\n"
         << "dataDir=" << (sdir / "data").string() << "\n"
         << "forceSync=no\n"
         << "maxClientCnxns=0\n"
         << "admin.enableServer=false\n"
-        << "4lw.commands.whitelist=*\n"
-        << "reconfigEnabled=true\n"
+        << "4lw.commands.whitelist=*\n";
+    if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+    return sdir;
+}
+
+fs::path zk_ensemble::write_dynamic_member(int i, const std::vector<int>& members)
+{
+    std::ostringstream cfg;
+    const fs::path sdir = write_member(i, cfg);
+    cfg << "reconfigEnabled=true\n"
         << "standaloneEnabled=false\n"
         // The server moves this to zoo.cfg.dynamic.<version> and rewrites zoo.cfg on its first start.
         << "dynamicConfigFile=" << (sdir / "zoo.cfg.dynamic").string() << "\n";
-    if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
     for (const auto& line : options_.extra_config) cfg << line << "\n";
     detail::write_file(sdir / "zoo.cfg", cfg.str());
     std::string dynamic;
@@ -135,27 +142,11 @@ void zk_ensemble::launch(int n)
             servers_.push_back(std::unique_ptr<zk_server>(new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_)));
         }
         for (int i = 0; i < n && !options_.dynamic_config; ++i) {
-            std::string name = "s";  // not "s" + to_string(): GCC 12's -Wrestrict false positive (PR 105651)
-            name += std::to_string(i + 1);
-            const fs::path sdir = dir_ / name;
-            fs::remove_all(sdir);
-            fs::create_directories(sdir / "data");
-            detail::write_file(sdir / "data/myid", std::to_string(i + 1) + "\n");
             std::ostringstream cfg;
-            cfg << "tickTime=" << options_.tick_time.count() << "\n"
-                // Generous sync limits: small ticks must not make busy CI machines drop followers.
-                << "initLimit=" << ticks(options_, 10s, 10) << "\n"
-                << "syncLimit=" << ticks(options_, 5s, 5) << "\n"
-                << "dataDir=" << (sdir / "data").string() << "\n"
-                << "clientPort=" << ports[3 * i] << "\n"
-                << "clientPortAddress=127.0.0.1\n"
-                << "forceSync=no\n"
-                << "maxClientCnxns=0\n"
-                << "admin.enableServer=false\n"
-                << "4lw.commands.whitelist=*\n";
+            const fs::path sdir = write_member(i, cfg);
+            cfg << "clientPort=" << ports[3 * i] << "\n"
+                << "clientPortAddress=127.0.0.1\n";
             if (n == 1) cfg << "standaloneEnabled=false\n";
-            if (options_.max_session_timeout_ms > 0)
-                cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
             for (int k = 0; k < n; ++k) {
                 std::uint16_t quorum = ports[3 * k + 1], election = ports[3 * k + 2];
                 if (options_.proxy_server_links && k != i) {

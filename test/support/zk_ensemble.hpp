@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,8 @@ private:
     server_link& link(int from, int to);
     /// Server i's dir, myid and config (with dynamic_config: its static part, and the dynamic
     /// part listing `members`); returns its dir.
+    // Makes member i's directory and myid, and writes the zoo.cfg lines every member shares.
+    std::filesystem::path write_member(int i, std::ostringstream& cfg);
     std::filesystem::path write_dynamic_member(int i, const std::vector<int>& members);
 
     server_options options_;
