@@ -50,6 +50,21 @@ public:
         case errc::chroot_mismatch:
             return "The server list names another chroot than the session's: a session keeps its chroot "
                    "(give the same one, or none).";
+        case errc::tls_bad_config:
+            return "A TLS file (CA, certificate or key) cannot be read, or the key does not match the certificate.";
+        case errc::tls_handshake_failed: return "The TLS handshake with the server failed.";
+        case errc::tls_untrusted_certificate:
+            return "The server's TLS certificate is not signed by a trusted CA (check session_config::tls.ca_file).";
+        case errc::tls_certificate_expired: return "The server's TLS certificate has expired or is not yet valid.";
+        case errc::tls_host_mismatch:
+            return "The server's TLS certificate does not name the host it was reached by.";
+        case errc::tls_server_not_tls:
+            return "The server does not speak TLS on this port (a plaintext port?).";
+        case errc::tls_client_certificate_refused:
+            return "The server refused the client's TLS certificate (missing, or not signed by a CA it trusts).";
+        case errc::tls_required:
+            return "The server accepts only TLS on this port: configure session_config::tls (or use its plaintext "
+                   "port).";
         }
         return "Unknown zklock error " + std::to_string(ev) + ".";
     }

@@ -104,6 +104,14 @@ const char* errc_name(errc e) noexcept
     case errc::unresolvable_host: return "unresolvable_host";
     case errc::chroot_missing: return "chroot_missing";
     case errc::chroot_mismatch: return "chroot_mismatch";
+    case errc::tls_bad_config: return "tls_bad_config";
+    case errc::tls_handshake_failed: return "tls_handshake_failed";
+    case errc::tls_untrusted_certificate: return "tls_untrusted_certificate";
+    case errc::tls_certificate_expired: return "tls_certificate_expired";
+    case errc::tls_host_mismatch: return "tls_host_mismatch";
+    case errc::tls_server_not_tls: return "tls_server_not_tls";
+    case errc::tls_client_certificate_refused: return "tls_client_certificate_refused";
+    case errc::tls_required: return "tls_required";
     }
     return nullptr;
 }

@@ -174,10 +174,10 @@ session_effects session_fsm::abandon_attempt()
     return e;
 }
 
-session_effects session_fsm::on_connect_timeout(bool not_zookeeper)
+session_effects session_fsm::on_connect_timeout(error_code why)
 {
     auto e = abandon_attempt();
-    e.connects = error_code(not_zookeeper ? errc::not_zookeeper : errc::connect_timeout);
+    e.connects = why ? why : error_code(errc::connect_timeout);
     return e;
 }
 

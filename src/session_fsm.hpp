@@ -109,9 +109,10 @@ public:
     session_effects on_expired();
     /// The server refused our credentials.
     session_effects on_auth_failed();
-    /// session_config::connect_timeout passed with async_connect waiters; `not_zookeeper`: a
-    /// server reached meanwhile answered with something that is not ZooKeeper's handshake.
-    session_effects on_connect_timeout(bool not_zookeeper = false);
+    /// session_config::connect_timeout passed with async_connect waiters, or every server refused
+    /// the connection for a reason of its own; `why`: the latest refusal seen (errc::not_zookeeper,
+    /// a TLS error), which the waiters get instead of errc::connect_timeout.
+    session_effects on_connect_timeout(error_code why = {});
     /// The last async_connect waiter was cancelled.
     session_effects on_connect_abandoned();
     /// async_close, or the session's destruction.

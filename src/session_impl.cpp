@@ -4,6 +4,7 @@
 
 #include "close_service.hpp"
 #include "deadline.hpp"
+#include "tls_bridge.hpp"
 
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>
@@ -68,6 +69,40 @@ error_code session_impl::no_handle_error() const
     }
 }
 
+const ACL_vector* session_impl::node_acl() const noexcept
+{
+    // "auth" stands for every identity the session authenticated as: the digest user, the
+    // client certificate's x509 subject.
+    static ACL creator_all_world_read[] = {{ZOO_PERM_ALL, {const_cast<char*>("auth"), const_cast<char*>("")}},
+                                           {ZOO_PERM_READ, {const_cast<char*>("world"), const_cast<char*>("anyone")}}};
+    static ACL_vector creator_all_world_read_acl = {2, creator_all_world_read};
+    if (!cfg_.digest_auth.empty()) return &ZOO_CREATOR_ALL_ACL;
+    if (cfg_.tls.enabled && !cfg_.tls.cert_file.empty()) return &creator_all_world_read_acl;
+    return &ZOO_OPEN_ACL_UNSAFE;
+}
+
+std::string session_impl::client_hosts(std::string_view hosts, error_code& ec)
+{
+    ec = {};
+    if (!cfg_.tls.enabled) return client_servers(hosts);
+    if (!tls_) {
+        tls_bridge::hooks h;
+        h.client_fd = [this] { return fd_; };  // the bridge lives no longer than this session
+        h.all_refused = [this](error_code why) { on_tls_refused(why); };
+        tls_ = tls_bridge::create(ex_, cfg_.tls, std::move(h), ec);
+        if (ec) return {};
+    }
+    return tls_->front(hosts, ec);
+}
+
+void session_impl::on_tls_refused(error_code ec)
+{
+    // Every server refused the handshake, for a reason that retrying does not change by itself:
+    // an async_connect waiting for a first connection is told now, not at its timeout.
+    if (state() != session_state::connecting || connect_waiters_.empty()) return;
+    apply(fsm_.on_connect_timeout(ec));
+}
+
 error_code session_impl::start_handle()
 {
     set_client_log_level(cfg_.client_log_level);
@@ -77,18 +112,24 @@ error_code session_impl::start_handle()
     // zookeeper_init resolves every host name (getaddrinfo, on this thread), skips those that do
     // not resolve and fails when none does (errno ENOENT, or EINVAL for other getaddrinfo
     // errors). The list was validated first, so any failure but ENOMEM is that one.
+    const split_servers parts = split_chroot(cfg_.servers);
+    error_code ec;
+    std::string hosts = client_hosts(parts.hosts, ec);
+    if (ec) return ec;
     errno = 0;
-    zh_ = zookeeper_init2(client_servers(cfg_.servers).c_str(), &global_watcher,
+    zh_ = zookeeper_init2((hosts + std::string(parts.chroot)).c_str(), &global_watcher,
                           to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
     if (!zh_) {
         if (errno == ENOMEM) return {ENOMEM, boost::system::system_category()};
         return errc::unresolvable_host;
     }
+    ++handles_;
+    tls_only_.clear();
     reconnect_attempts_ = 0;
     reconnect_at_ = {};
-    peer_refused_ = false;
+    refused_ = {};
     pending_servers_.reset();  // the handle has cfg_.servers
-    installed_servers_ = std::string(split_chroot(cfg_.servers).hosts);
+    installed_servers_ = std::move(hosts);
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
     zoo_set_servers_resolution_delay(zh_, -1);
     if (!cfg_.digest_auth.empty())
@@ -170,7 +211,8 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
         }
         reconnect_attempts_ = 0;
         reconnect_at_ = {};
-        peer_refused_ = false;
+        refused_ = {};
+        tls_only_.clear();
         apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
         follow_ensemble();
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
@@ -284,7 +326,9 @@ std::uint64_t session_impl::connect(void_cb cb)
         connect_timer_.expires_after(to_steady(cfg_.connect_timeout));
         connect_timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (ec || self->state() == session_state::connected) return;
-            self->apply(self->fsm_.on_connect_timeout(self->peer_refused_));
+            error_code why = self->refused_;
+            if (!why && self->tls_) why = self->tls_->last_refusal();
+            self->apply(self->fsm_.on_connect_timeout(why));
         });
     }
     return id;
@@ -356,6 +400,7 @@ void session_impl::close(void_cb cb)
     if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) done = close_signal(signal);
     if (!done) {  // nothing to send (does not block), or no pipe (blocks: the last resort)
         if (zh) zookeeper_close(zh);
+        if (tls_) tls_->shut_down();
         schedule_completions();
         asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
         return;
@@ -383,6 +428,8 @@ void session_impl::close(void_cb cb)
         if (ec || !h->ready.load(std::memory_order_acquire)) return finish(ec);
         for (c_event* e : h->results) self->enqueue(std::unique_ptr<c_event>(e));
         h->results.clear();
+        // The bridge carried the close request and its answer: it can go now.
+        if (self->tls_) self->tls_->shut_down();
         self->run_completions();
         finish({});
     });
@@ -406,6 +453,8 @@ zhandle_t* session_impl::shut_down(graveyard& g)
         (void)fsm_.on_close();  // closed; the effects (handlers to call) are what is dropped here
     }
     zhandle_t* zh = detach_handle();
+    // Nothing runs on the executor any more: the close request cannot go through the bridge.
+    if (tls_) tls_->shut_down();
     for (auto& [id, w] : connect_waiters_) g.bury(std::move(w));
     connect_waiters_.clear();
     for (auto& [gen, w] : connected_waiters_) g.bury(std::move(w));
@@ -506,7 +555,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
     auto r = make_req<create_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
-    const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector* acl = node_acl();
     leader_request(*r);
     const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                                 &on_create, r.get());
@@ -591,7 +640,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     r->datas.reserve(n);
     r->path_buffers.resize(n);
     r->stats.resize(n);
-    const struct ACL_vector* acl = has_auth() ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector* acl = node_acl();
     for (std::size_t i = 0; i < n; ++i) {
         const multi_op& op = ops[i];
         const std::string& p = r->paths.emplace_back(op.path);

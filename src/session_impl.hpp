@@ -56,6 +56,7 @@ namespace zklock::detail {
 
 class close_service;
 class cohort;
+class tls_bridge;
 
 /// Told of the session's state changes, on the session's executor.
 class session_observer {
@@ -94,6 +95,10 @@ public:
     /// Whether a node's ephemeralOwner is this session (as it is now).
     bool owns(const zklock::stat& st) const noexcept { return st.ephemeral_owner != 0 && st.ephemeral_owner == session_id(); }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }
+    /// The ACL of the nodes the session creates: with digest auth, the creator's alone; with a
+    /// TLS client certificate (its x509 identity), the creator's, and reading for anyone; else
+    /// open.
+    const ACL_vector* node_acl() const noexcept;
     /// errc::request_too_large if a request with this much path and data would exceed
     /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
     error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
@@ -229,6 +234,11 @@ private:
     bool handshake_plausible() const;
     /// Ends the connection so that the C client drops it as lost (see process()).
     void refuse_peer();
+    /// Whether the server ended the connection before sending a byte (in the handshake).
+    bool ended_unanswered() const;
+    /// A plaintext session whose server ended the handshake unanswered: asks that server whether
+    /// it speaks TLS (probe_tls), and if so refuses it with errc::tls_required.
+    void probe_for_tls();
     /// Replaces the socket, under its number, by one whose peer is closed: the C client's next
     /// read sees the connection end, and it drops the connection as after any loss. The client
     /// must process it in the same handler (run_client): update_fd() trusts a number it saw
@@ -259,7 +269,7 @@ private:
     clock::time_point reconnect_at_{};  // no new connect attempt before (see drive())
     unsigned reconnect_attempts_ = 0;   // attempts since the last connection (or handle) began
     bool handshake_checked_ = false;    // this attempt's first answer was looked at
-    bool peer_refused_ = false;         // a peer was refused since the last connection (or handle) began
+    error_code refused_;                // why a peer was refused since the last connection (or handle) began
     std::minstd_rand jitter_{std::random_device{}()};
     bool completions_posted_ = false;
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
@@ -298,6 +308,17 @@ private:
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
     std::uint64_t connections_ = 0;  // see connections()
     metrics_state metrics_;
+
+    // TLS (session_config::tls): the bridge the C client connects through, made by the first
+    // start_handle and kept across handles.
+    std::shared_ptr<tls_bridge> tls_;
+    std::vector<std::string> tls_only_;  // servers a plaintext session found speaking only TLS (this handle)
+    std::uint64_t handles_ = 0;          // C handles started
+    /// The list to give the C client for the host list `hosts` (no chroot): the hosts themselves
+    /// (IPv6 without brackets), or with TLS the bridge's loopback listeners.
+    std::string client_hosts(std::string_view hosts, error_code& ec);
+    /// Every server refused the connection for a reason of its own (TLS): `ec`, the latest.
+    void on_tls_refused(error_code ec);
 
     // the server list (session_servers.cpp)
     std::optional<pending_list> pending_servers_;  // installed once the C client has no socket

@@ -2,6 +2,10 @@
 // the queue of completed C callbacks.
 #include "session_impl.hpp"
 
+#include "tls_bridge.hpp"
+
+#include <zklock/detail/server_list.hpp>
+
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -97,6 +101,7 @@ void session_impl::update_fd(int fd)
     reading_ = writing_ = out_registered_ = false;
     fd_ = fd;
     fd_inode_ = ino;
+    if (tls_) tls_->client_socket_changed(fd);
     if (fd != -1) {
         // The C client opens its sockets without SOCK_CLOEXEC: a child started by exec (zklock(1)
         // runs one) must not inherit the connection.
@@ -159,9 +164,32 @@ bool session_impl::handshake_plausible() const
     return true;
 }
 
+bool session_impl::ended_unanswered() const
+{
+    char c;
+    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+void session_impl::probe_for_tls()
+{
+    const char* current = zoo_get_current_server(zh_);
+    if (!current) return;
+    std::string server = current;
+    if (std::find(tls_only_.begin(), tls_only_.end(), server) != tls_only_.end()) return;
+    probe_tls(ex_, server, [w = weak_from_this(), server, handles = handles_](bool tls) {
+        auto self = w.lock();
+        if (!self || !tls || handles != self->handles_ || !self->zh_) return;
+        client_log((server + " speaks only TLS: connection dropped (see session_config::tls)").c_str());
+        self->refused_ = errc::tls_required;
+        self->tls_only_.push_back(server);
+        if (self->tls_only_.size() >= server_entries(self->installed_servers_).size())
+            self->on_tls_refused(errc::tls_required);
+    });
+}
+
 void session_impl::refuse_peer()
 {
-    peer_refused_ = true;
+    refused_ = errc::not_zookeeper;
     const char* server = zoo_get_current_server(zh_);
     client_log((std::string(server ? server : "the server") +
                 " does not speak the ZooKeeper protocol: connection dropped").c_str());
@@ -222,6 +250,7 @@ void session_impl::process(int events)
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
         handshake_checked_ = true;
         if (!handshake_plausible()) refuse_peer();
+        else if (!cfg_.tls.enabled && ended_unanswered()) probe_for_tls();
     }
     run_client(events);
 }

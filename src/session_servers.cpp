@@ -17,6 +17,8 @@
 // one-address list no real list shares an address with, so that the change is always seen.
 #include "session_impl.hpp"
 
+#include "tls_bridge.hpp"
+
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>
 
@@ -71,9 +73,28 @@ error_code session_impl::set_servers(std::string servers)
     if (same_entries(next.hosts, current.hosts)) return {};
 
     // Resolved here, as the C client resolves names at every connect: what it is handed is the
-    // addresses, so it has nothing left to resolve (nor to fail on) later.
+    // addresses, so it has nothing left to resolve (nor to fail on) later. With TLS the bridge
+    // resolves them, and the C client is handed its listeners.
     pending_list l;
-    for (std::string_view entry : server_entries(next.hosts)) {
+    if (cfg_.tls.enabled && !tls_) {  // no handle yet: the first one resolves the list
+        cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
+        return {};
+    }
+    if (cfg_.tls.enabled) {
+        error_code ec;
+        l.numeric = tls_->front(next.hosts, ec);
+        if (ec) return ec;
+        for (std::string_view entry : server_entries(l.numeric)) {
+            server_address s;
+            auto& in = reinterpret_cast<sockaddr_in&>(s.addr);
+            in.sin_family = AF_INET;
+            in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(std::string(entry.substr(entry.rfind(':') + 1)))));
+            s.len = sizeof in;
+            l.addresses.push_back(s);
+        }
+    }
+    for (std::string_view entry : server_entries(cfg_.tls.enabled ? std::string_view() : next.hosts)) {
         auto [host, port] = host_and_port(entry);
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;

@@ -9,6 +9,32 @@
 
 namespace zklock {
 
+/// TLS to the servers (session_config::tls). zklock carries the C client's connection over TLS
+/// itself: Debian's ZooKeeper C client has no TLS. Every host of the server list is reached over
+/// TLS 1.2 or later; the server's certificate must chain to `ca_file` / `ca_dir` and name the
+/// host as written in the list (a DNS name, also sent as SNI, or an IP address). The files are
+/// PEM, read when the session starts its first connection attempt (a file that cannot be read
+/// fails async_connect with errc::tls_bad_config) and read again at every later connection to a
+/// server if one of them changed since (rotated certificates are taken without a restart; a
+/// changed file that does not load is logged and the previous ones are kept).
+struct tls_options {
+    /// Use TLS. The other fields are ignored without it.
+    bool enabled = false;
+    /// Trusted CA certificates: a PEM file, a directory prepared with `openssl rehash`, or both.
+    /// Both empty: OpenSSL's default trust store (/etc/ssl/certs on Debian).
+    std::string ca_file;
+    std::string ca_dir;
+    /// The client certificate (PEM; a chain, leaf first) and its private key, for servers that
+    /// ask for one (ssl.clientAuth). With one, the server's x509 provider knows the session as
+    /// `x509:<subject>`, and the nodes zklock creates are writable only by that identity (see
+    /// README, "Security"). Both or neither.
+    std::string cert_file;
+    std::string key_file;
+    /// Check that the server's certificate names the host (on by default). Turning it off leaves
+    /// the chain checked, not who the server is.
+    bool verify_host = true;
+};
+
 /// How a session connects. Every field has a usable default except `servers`.
 struct session_config {
     /// Comma-separated "host:port" list, optionally followed by a chroot ("h1:2181,h2:2181/app").
@@ -58,6 +84,9 @@ struct session_config {
     /// busy. For an ensemble changed by dynamic reconfiguration (reconfigEnabled=true). A list
     /// set by hand with set_servers holds until the configuration changes again.
     bool follow_ensemble = false;
+
+    /// TLS to every server of the list (off by default). See tls_options.
+    tls_options tls;
 };
 
 /// Options of the lock recipes.

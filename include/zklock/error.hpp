@@ -44,6 +44,18 @@ enum class errc {
                           ///< server (acquires and async_list_queue; zklock never creates it).
     chroot_mismatch,      ///< A new server list names another chroot than the session's
                           ///< (session::set_servers): a session cannot change its chroot.
+    // TLS (session_config::tls). async_connect fails with one of these as soon as every server of
+    // the list refused the handshake in a row, else at its connect timeout.
+    tls_bad_config,       ///< A CA, certificate or key file of session_config::tls cannot be read
+                          ///< or does not match (the client log says which).
+    tls_handshake_failed, ///< The TLS handshake failed for another reason (the client log says why).
+    tls_untrusted_certificate,  ///< The server's certificate does not chain to a trusted CA.
+    tls_certificate_expired,    ///< The server's certificate has expired or is not valid yet.
+    tls_host_mismatch,    ///< The server's certificate does not name the host of the server list.
+    tls_server_not_tls,   ///< TLS is configured but the server does not speak TLS (a plaintext port).
+    tls_client_certificate_refused,  ///< The server refused the client certificate (none given,
+                                     ///< or one it does not trust).
+    tls_required,         ///< TLS is not configured but the server speaks only TLS (its secure port).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -16,7 +16,7 @@ TEST_CASE("error categories keep ZooKeeper's numbers and speak in sentences")
     error_code t = errc::timeout;
     CHECK(std::string(t.category().name()) == "zklock");
     CHECK(t != boost::asio::error::operation_aborted);
-    for (int v = 1; v <= static_cast<int>(errc::chroot_mismatch); ++v) {
+    for (int v = 1; v <= static_cast<int>(errc::tls_required); ++v) {
         auto m = error_code(v, zklock_category()).message();
         CHECK(m.size() > 10);
         CHECK(m.back() == '.');
@@ -26,6 +26,7 @@ TEST_CASE("error categories keep ZooKeeper's numbers and speak in sentences")
     CHECK(static_cast<int>(errc::not_zookeeper) == 18);
     CHECK(static_cast<int>(errc::unresolvable_host) == 19);
     CHECK(static_cast<int>(errc::chroot_missing) == 20);
+    CHECK(static_cast<int>(errc::chroot_mismatch) == 21);
     CHECK(error_code(errc::unresolvable_host).message().find("resolve host name") != std::string::npos);
 }
 

@@ -1,0 +1,464 @@
+// tls_bridge (see tls_bridge.hpp).
+#include "tls_bridge.hpp"
+
+#include "zk_requests.hpp"
+
+#include <zklock/detail/server_list.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace zklock::detail {
+
+using asio::ip::tcp;
+
+struct tls_bridge::entry {
+    entry(asio::any_io_executor ex) : acceptor(std::move(ex)) {}
+    std::string name;  // "host:port" as the server list has it
+    std::string host;  // without brackets
+    std::vector<tcp::endpoint> endpoints;
+    tcp::acceptor acceptor;
+    tcp::endpoint front;         // the listener's address, which the C client connects to
+    error_code refusal;          // this host's last handshake refusal since the last handshake that passed
+};
+
+struct tls_bridge::link : std::enable_shared_from_this<link> {
+    link(asio::any_io_executor ex, std::shared_ptr<asio::ssl::context> c, tcp::socket s)
+        : ctx(std::move(c)), down(std::move(s)), up(std::move(ex), *ctx)
+    {
+    }
+
+    std::weak_ptr<tls_bridge> bridge;
+    std::shared_ptr<entry> e;
+    std::shared_ptr<asio::ssl::context> ctx;  // outlives `up`, which refers to it
+    tcp::socket down;                         // the C client's connection
+    asio::ssl::stream<tcp::socket> up;        // the server's
+    std::array<char, 65536> to_server{};
+    std::array<char, 65536> to_client{};
+    bool ended = false;
+    bool heard = false;  // a byte came from the server after the handshake
+
+    void start(bool verify_host);
+    void pump_to_server();
+    void pump_to_client();
+    void refused(error_code ec, bool handshake_done)
+    {
+        if (auto b = bridge.lock()) {
+            const long verify = handshake_done ? X509_V_OK : SSL_get_verify_result(up.native_handle());
+            // Only TLS's own verdicts are certain: a connection that ends may be a server going down.
+            b->on_refused(e, classify(ec, verify, heard), ec.category() == asio::error::get_ssl_category());
+        }
+    }
+    void end()
+    {
+        if (ended) return;
+        ended = true;
+        error_code ignored;
+        down.close(ignored);
+        up.lowest_layer().close(ignored);
+    }
+};
+
+namespace {
+
+// The files' reason, or OpenSSL's.
+void log_tls(const std::string& what) { client_log(("tls: " + what).c_str()); }
+
+bool is_address(const std::string& host)
+{
+    error_code ec;
+    (void)asio::ip::make_address(host, ec);
+    return !ec;
+}
+
+}  // namespace
+
+void tls_bridge::link::start(bool verify_host)
+{
+    SSL* ssl = up.native_handle();
+    if (!is_address(e->host)) SSL_set_tlsext_host_name(ssl, e->host.c_str());
+    if (verify_host) {
+        if (is_address(e->host)) X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), e->host.c_str());
+        else SSL_set1_host(ssl, e->host.c_str());
+    }
+    auto self = shared_from_this();
+    asio::async_connect(up.lowest_layer(), e->endpoints, [self](error_code ec, const tcp::endpoint&) {
+        if (self->ended) return;
+        // Unreachable: the C client sees its connection end, as it would see a refused one.
+        if (ec) return self->end();
+        error_code ignored;
+        self->up.lowest_layer().set_option(tcp::no_delay(true), ignored);
+        self->up.async_handshake(asio::ssl::stream_base::client, [self](error_code ec) {
+            if (self->ended) return;
+            if (ec) {
+                self->refused(ec, false);
+                return self->end();
+            }
+            if (auto b = self->bridge.lock()) b->on_handshake_done(self->e);
+            self->pump_to_server();
+            self->pump_to_client();
+        });
+    });
+}
+
+void tls_bridge::link::pump_to_server()
+{
+    down.async_read_some(asio::buffer(to_server), [self = shared_from_this()](error_code ec, std::size_t n) {
+        if (self->ended) return;
+        if (ec) return self->end();
+        asio::async_write(self->up, asio::buffer(self->to_server.data(), n), [self](error_code ec, std::size_t) {
+            if (self->ended) return;
+            if (ec) return self->end();
+            self->pump_to_server();
+        });
+    });
+}
+
+void tls_bridge::link::pump_to_client()
+{
+    up.async_read_some(asio::buffer(to_client), [self = shared_from_this()](error_code ec, std::size_t n) {
+        if (self->ended) return;
+        if (ec) {
+            // With TLS 1.3 the server checks the client's certificate after the client's side of
+            // the handshake is done: its refusal is the first thing read.
+            if (!self->heard && ec.category() == asio::error::get_ssl_category()) self->refused(ec, true);
+            return self->end();
+        }
+        self->heard = true;
+        asio::async_write(self->down, asio::buffer(self->to_client.data(), n), [self](error_code ec, std::size_t) {
+            if (self->ended) return;
+            if (ec) return self->end();
+            self->pump_to_client();
+        });
+    });
+}
+
+// ---- the bridge ---------------------------------------------------------------------------------
+
+tls_bridge::tls_bridge(asio::any_io_executor ex, tls_options options, hooks h)
+    : ex_(std::move(ex)), options_(std::move(options)), hooks_(std::move(h))
+{
+}
+
+tls_bridge::~tls_bridge() { shut_down(); }
+
+std::shared_ptr<tls_bridge> tls_bridge::create(asio::any_io_executor ex, tls_options options, hooks h, error_code& ec)
+{
+    std::shared_ptr<tls_bridge> b(new tls_bridge(std::move(ex), std::move(options), std::move(h)));
+    std::vector<file_stamp> st = b->stamps();
+    b->ctx_ = b->load();
+    if (!b->ctx_) {
+        ec = errc::tls_bad_config;
+        return nullptr;
+    }
+    b->stamps_ = std::move(st);
+    ec = {};
+    return b;
+}
+
+std::vector<tls_bridge::file_stamp> tls_bridge::stamps() const
+{
+    std::vector<file_stamp> out;
+    for (const std::string* p : {&options_.ca_file, &options_.ca_dir, &options_.cert_file, &options_.key_file}) {
+        file_stamp s;
+        s.path = *p;
+        struct ::stat st {};
+        if (!p->empty() && ::stat(p->c_str(), &st) == 0) {
+            s.mtime = st.st_mtim;
+            s.size = st.st_size;
+        }
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::shared_ptr<asio::ssl::context> tls_bridge::load() const
+{
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+    SSL_CTX* native = ctx->native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    ctx->set_verify_mode(asio::ssl::verify_peer);
+    error_code ec;
+    const auto fail = [&](const std::string& what) {
+        log_tls(what + ": " + ec.message());
+        return nullptr;
+    };
+    if (options_.ca_file.empty() && options_.ca_dir.empty()) {
+        if (ctx->set_default_verify_paths(ec); ec) return fail("cannot use the default CA paths");
+    }
+    if (!options_.ca_file.empty())
+        if (ctx->load_verify_file(options_.ca_file, ec); ec) return fail("cannot load the CA file " + options_.ca_file);
+    if (!options_.ca_dir.empty())
+        if (ctx->add_verify_path(options_.ca_dir, ec); ec) return fail("cannot use the CA directory " + options_.ca_dir);
+    if (options_.cert_file.empty() != options_.key_file.empty()) {
+        ec = asio::error::invalid_argument;
+        return fail("a client certificate needs its key, and a key its certificate");
+    }
+    if (!options_.cert_file.empty()) {
+        if (ctx->use_certificate_chain_file(options_.cert_file, ec); ec)
+            return fail("cannot load the certificate " + options_.cert_file);
+        if (ctx->use_private_key_file(options_.key_file, asio::ssl::context::pem, ec); ec)
+            return fail("cannot load the key " + options_.key_file);
+        if (SSL_CTX_check_private_key(native) != 1) {
+            ec = error_code(static_cast<int>(ERR_get_error()), asio::error::get_ssl_category());
+            return fail("the key " + options_.key_file + " does not match the certificate " + options_.cert_file);
+        }
+    }
+    return ctx;
+}
+
+std::shared_ptr<asio::ssl::context> tls_bridge::context()
+{
+    std::vector<file_stamp> now = stamps();
+    if (now == stamps_) return ctx_;
+    if (auto fresh = load()) {
+        ctx_ = std::move(fresh);
+        log_tls("certificate files changed: reloaded");
+    } else {
+        log_tls("certificate files changed but do not load: the previous ones are kept");
+    }
+    stamps_ = std::move(now);  // a file that failed is tried again once it changes again
+    return ctx_;
+}
+
+std::string tls_bridge::front(std::string_view hosts, error_code& ec)
+{
+    ec = {};
+    std::vector<std::shared_ptr<entry>> next;
+    std::vector<std::shared_ptr<entry>> fresh;
+    std::string list;
+    for (std::string_view name : server_entries(hosts)) {
+        if (std::any_of(next.begin(), next.end(), [&](const auto& e) { return e->name == name; })) continue;
+        auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->name == name; });
+        std::shared_ptr<entry> e;
+        if (it != entries_.end()) {
+            e = *it;
+        } else {
+            e = std::make_shared<entry>(ex_);
+            e->name = std::string(name);
+            const std::size_t colon = name.rfind(':');
+            std::string_view host = name.substr(0, colon);
+            if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+            e->host = std::string(host);
+            // As the C client resolves its list: once, here, on the calling thread.
+            tcp::resolver resolver(ex_);
+            error_code rec;
+            auto results = resolver.resolve(e->host, std::string(name.substr(colon + 1)), rec);
+            if (rec || results.empty()) continue;  // left out, as the C client leaves it out
+            for (const auto& r : results) e->endpoints.push_back(r.endpoint());
+            error_code aec;
+            e->acceptor.open(tcp::v4(), aec);
+            if (!aec) e->acceptor.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0), aec);
+            if (!aec) e->acceptor.listen(asio::socket_base::max_listen_connections, aec);
+            if (!aec) e->front = e->acceptor.local_endpoint(aec);
+            if (aec) {
+                ec = aec;
+                return {};
+            }
+            fresh.push_back(e);
+        }
+        next.push_back(e);
+        if (!list.empty()) list += ',';
+        list += "127.0.0.1:" + std::to_string(e->front.port());
+    }
+    if (next.empty()) {
+        ec = errc::unresolvable_host;
+        return {};
+    }
+    for (auto& e : entries_)
+        if (std::find(next.begin(), next.end(), e) == next.end()) {
+            error_code ignored;
+            e->acceptor.close(ignored);  // a link accepted from it goes on until it ends
+        }
+    entries_ = std::move(next);
+    for (auto& e : fresh) accept(e);
+    return list;
+}
+
+void tls_bridge::accept(const std::shared_ptr<entry>& e)
+{
+    e->acceptor.async_accept([w = weak_from_this(), e](error_code ec, tcp::socket s) {
+        auto self = w.lock();
+        if (!self || self->shut_down_ || !e->acceptor.is_open()) return;
+        if (!ec) self->on_accepted(e, std::move(s));
+        self->accept(e);
+    });
+}
+
+void tls_bridge::on_accepted(const std::shared_ptr<entry>& e, tcp::socket s)
+{
+    // Only the C client's own socket is carried: its local address must be the peer's.
+    const int fd = hooks_.client_fd ? hooks_.client_fd() : -1;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    error_code ec;
+    const tcp::endpoint peer = s.remote_endpoint(ec);
+    if (ec || fd == -1 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 || local.ss_family != AF_INET)
+        return;
+    const auto& in = reinterpret_cast<const sockaddr_in&>(local);
+    const tcp::endpoint client(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+    if (client != peer) return;  // someone else on this host: closed unanswered
+    if (link_) link_->end();
+    s.set_option(tcp::no_delay(true), ec);
+    auto l = std::make_shared<link>(ex_, context(), std::move(s));
+    l->bridge = weak_from_this();
+    l->e = e;
+    link_ = l;
+    ++links_;
+    l->start(options_.verify_host);
+}
+
+void tls_bridge::client_socket_changed(int fd)
+{
+    if (!link_) return;
+    bool same = false;
+    if (fd != -1 && !link_->ended) {
+        sockaddr_storage local{};
+        socklen_t len = sizeof local;
+        error_code ec;
+        const tcp::endpoint peer = link_->down.remote_endpoint(ec);
+        if (!ec && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 && local.ss_family == AF_INET) {
+            const auto& in = reinterpret_cast<const sockaddr_in&>(local);
+            same = tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port)) == peer;
+        }
+    }
+    if (!same) {
+        link_->end();
+        link_.reset();
+    }
+}
+
+void tls_bridge::on_refused(const std::shared_ptr<entry>& e, error_code ec, bool certain)
+{
+    if (!ec) return;
+    log_tls(e->name + ": " + ec.message());
+    last_refusal_ = ec;
+    if (!certain) return;
+    e->refusal = ec;
+    if (std::all_of(entries_.begin(), entries_.end(), [](const auto& x) { return bool(x->refusal); }) &&
+        std::find(entries_.begin(), entries_.end(), e) != entries_.end() && hooks_.all_refused)
+        hooks_.all_refused(ec);
+}
+
+void tls_bridge::on_handshake_done(const std::shared_ptr<entry>&)
+{
+    for (auto& x : entries_) x->refusal = {};
+    last_refusal_ = {};
+}
+
+void tls_bridge::shut_down()
+{
+    shut_down_ = true;
+    for (auto& e : entries_) {
+        error_code ignored;
+        e->acceptor.close(ignored);
+    }
+    entries_.clear();
+    if (link_) link_->end();
+    link_.reset();
+}
+
+error_code tls_bridge::classify(const error_code& ec, long verify_result, bool heard_anything)
+{
+    if (ec.category() != asio::error::get_ssl_category()) {
+        // The connection ended in the handshake: a plaintext ZooKeeper closes it at once on a
+        // ClientHello (its first four bytes are no frame length it accepts).
+        if (!heard_anything && (ec == asio::ssl::error::stream_truncated || ec == asio::error::eof ||
+                                ec == asio::error::connection_reset))
+            return errc::tls_server_not_tls;
+        return {};
+    }
+    switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+        switch (verify_result) {
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+        case X509_V_ERR_CERT_NOT_YET_VALID: return errc::tls_certificate_expired;
+        case X509_V_ERR_HOSTNAME_MISMATCH:
+        case X509_V_ERR_IP_ADDRESS_MISMATCH: return errc::tls_host_mismatch;
+        default: return errc::tls_untrusted_certificate;
+        }
+    case SSL_R_WRONG_VERSION_NUMBER:
+    case SSL_R_PACKET_LENGTH_TOO_LONG:
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_UNKNOWN_PROTOCOL:
+    case SSL_R_RECORD_LENGTH_MISMATCH: return errc::tls_server_not_tls;
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED: return errc::tls_client_certificate_refused;
+    default: return errc::tls_handshake_failed;
+    }
+}
+
+// ---- the probe ----------------------------------------------------------------------------------
+
+namespace {
+
+struct probe_state {
+    probe_state(const asio::any_io_executor& ex) : ctx(asio::ssl::context::tls_client), stream(ex, ctx), timer(ex) {}
+    asio::ssl::context ctx;
+    asio::ssl::stream<tcp::socket> stream;
+    asio::steady_timer timer;
+    std::function<void(bool)> done;
+    void finish(bool tls)
+    {
+        if (!done) return;
+        error_code ignored;
+        timer.cancel();
+        stream.lowest_layer().close(ignored);
+        std::exchange(done, {})(tls);
+    }
+};
+
+}  // namespace
+
+void probe_tls(const asio::any_io_executor& ex, const std::string& server, std::function<void(bool)> done)
+{
+    const std::size_t colon = server.rfind(':');
+    error_code ec;
+    const auto address = asio::ip::make_address(server.substr(0, colon), ec);
+    int port = 0;
+    if (!ec && colon != std::string::npos) port = std::atoi(server.c_str() + colon + 1);
+    if (ec || port <= 0 || port > 65535) {
+        asio::post(ex, [done = std::move(done)] { done(false); });
+        return;
+    }
+    auto p = std::make_shared<probe_state>(ex);
+    p->ctx.set_verify_mode(asio::ssl::verify_none);  // only whether it speaks TLS matters
+    p->done = std::move(done);
+    p->timer.expires_after(std::chrono::seconds(2));
+    p->timer.async_wait([p](error_code ec) {
+        if (!ec) p->finish(false);
+    });
+    p->stream.lowest_layer().async_connect(tcp::endpoint(address, static_cast<std::uint16_t>(port)), [p](error_code ec) {
+        if (ec) return p->finish(false);
+        p->stream.async_handshake(asio::ssl::stream_base::client, [p](error_code ec) {
+            // A TLS server answers with its handshake, or with an alert (TLS's own error).
+            p->finish(!ec || (ec.category() == asio::error::get_ssl_category() &&
+                              tls_bridge::classify(ec, X509_V_OK, true) != error_code(errc::tls_server_not_tls)));
+        });
+    });
+}
+
+}  // namespace zklock::detail
