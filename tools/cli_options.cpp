@@ -4,11 +4,17 @@
 
 #include <zklock/queue.hpp>
 
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <utility>
 
 namespace zklock::cli {
 
@@ -22,7 +28,7 @@ struct option_spec {
     bool for_list;  // also accepted by `zklock list`
 };
 
-constexpr std::array<option_spec, 10> specs{{
+constexpr std::array<option_spec, 14> specs{{
     {"servers", 0, "H:P,...",
      "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
      "else 127.0.0.1:2181.",
@@ -42,6 +48,15 @@ constexpr std::array<option_spec, 10> specs{{
     {"kill-after", 0, "DURATION",
      "When the lock is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later (default 5s).",
      false},
+    {"tls", 0, "",
+     "Reach the servers over TLS (the ports of their secureClientPort), trusting the system's CAs unless "
+     "--tls-ca says otherwise. Any --tls-* option implies it.",
+     true},
+    {"tls-ca", 0, "FILE", "PEM file of the CAs to trust for the servers' certificates. Default: $ZKLOCK_TLS_CA.",
+     true},
+    {"tls-cert", 0, "FILE",
+     "PEM client certificate, for servers that ask for one (with --tls-key). Default: $ZKLOCK_TLS_CERT.", true},
+    {"tls-key", 0, "FILE", "PEM private key of --tls-cert. Default: $ZKLOCK_TLS_KEY.", true},
     {"owner", 0, "TEXT",
      "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", false},
     {"verbose", 'v', "",
@@ -112,7 +127,7 @@ std::string format_duration(std::chrono::milliseconds d)
 // stop reading options at COMMAND, as flock(1), env(1) and POSIX utilities do. Program_options'
 // only hook for that (extra_style_parser) is also called on candidate option values as a probe
 // (cmdline::finish_option), so a parser that counts operands would have to tell probes from real
-// tokens by the address of a vector internal to Program_options. Ten options do not need a library:
+// tokens by the address of a vector internal to Program_options. A dozen options do not need a library:
 // this table-driven parser is short, has no hidden rules (no abbreviations, no interleaving) and
 // produces one-line messages.
 //
@@ -120,7 +135,24 @@ std::string format_duration(std::chrono::milliseconds d)
 // the operands. The first operand is LOCKPATH, or "list" followed by LOCKPATH. In run mode the
 // next operand starts COMMAND: it and everything after it are COMMAND's, options or not. "--" ends
 // the options explicitly.
+environment environment::of_process()
+{
+    environment e;
+    e.servers = std::getenv("ZK_SERVERS");
+    e.tls_ca = std::getenv("ZKLOCK_TLS_CA");
+    e.tls_cert = std::getenv("ZKLOCK_TLS_CERT");
+    e.tls_key = std::getenv("ZKLOCK_TLS_KEY");
+    return e;
+}
+
 parse_result parse_command_line(int argc, const char* const* argv, const char* env_servers)
+{
+    environment env;
+    env.servers = env_servers;
+    return parse_command_line(argc, argv, env);
+}
+
+parse_result parse_command_line(int argc, const char* const* argv, const environment& env)
 {
     std::vector<std::string> operands;
     std::vector<std::pair<const option_spec*, std::string>> given;  // in order; the last one wins
@@ -183,7 +215,11 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
 
     options o;
     o.what = list ? mode::list : mode::run;
-    o.servers = env_servers && *env_servers ? env_servers : "127.0.0.1:2181";
+    o.servers = env.servers && *env.servers ? env.servers : "127.0.0.1:2181";
+    const auto set = [](const char* v) { return v && *v; };
+    if (set(env.tls_ca)) o.tls_ca = env.tls_ca;
+    if (set(env.tls_cert)) o.tls_cert = env.tls_cert;
+    if (set(env.tls_key)) o.tls_key = env.tls_key;
     for (auto& [spec, value] : given) {
         const std::string_view name = spec->long_name;
         if (name == "help") {
@@ -207,11 +243,22 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
             else o.connect_timeout = *d;
         } else if (name == "servers") o.servers = value;
         else if (name == "owner") o.owner = value;
+        else if (name == "tls") o.tls = true;
+        else if (name == "tls-ca") o.tls_ca = value;
+        else if (name == "tls-cert") o.tls_cert = value;
+        else if (name == "tls-key") o.tls_key = value;
         else if (name == "try") o.try_only = true;
         else if (name == "shared") o.shared = true;
         else if (name == "verbose") o.verbose = true;
     }
     if (o.try_only && o.timeout) return fail("--try and --timeout exclude each other");
+    o.tls = o.tls || !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
+    if (o.tls_cert.empty() != o.tls_key.empty())
+        return fail(o.tls_cert.empty() ? "--tls-key needs --tls-cert (or $ZKLOCK_TLS_CERT)"
+                                       : "--tls-cert needs --tls-key (or $ZKLOCK_TLS_KEY)");
+    for (const auto& [flag, file] : {std::pair{"--tls-ca", &o.tls_ca}, {"--tls-cert", &o.tls_cert}, {"--tls-key", &o.tls_key}})
+        if (!file->empty() && ::access(file->c_str(), R_OK) != 0)
+            return fail(std::string("cannot read ") + flag + " file '" + *file + "': " + std::strerror(errno));
 
     if (operands.empty()) return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
     o.lock_path = operands[0];
@@ -265,6 +312,8 @@ std::string help_text()
          "\n"
          "ENVIRONMENT\n"
          "  ZK_SERVERS             default for --servers\n"
+         "  ZKLOCK_TLS_CA, ZKLOCK_TLS_CERT, ZKLOCK_TLS_KEY\n"
+         "                         defaults for --tls-ca, --tls-cert, --tls-key\n"
          "  ZKLOCK_FENCING_TOKEN   set for COMMAND: the lock's fencing token (decimal)\n"
          "  ZKLOCK_NODE            set for COMMAND: the full path of our queue node\n"
          "\n"

@@ -45,6 +45,18 @@ struct options {
     std::chrono::milliseconds kill_after{5'000};
     std::string owner;  ///< empty: the library's "<host>:<pid>"
     bool verbose = false;
+    bool tls = false;  ///< --tls, or any --tls-* option or variable given
+    std::string tls_ca, tls_cert, tls_key;
+};
+
+/// The environment variables zklock reads (null: unset).
+struct environment {
+    const char* servers = nullptr;   ///< ZK_SERVERS: default for --servers
+    const char* tls_ca = nullptr;    ///< ZKLOCK_TLS_CA: default for --tls-ca
+    const char* tls_cert = nullptr;  ///< ZKLOCK_TLS_CERT
+    const char* tls_key = nullptr;   ///< ZKLOCK_TLS_KEY
+    /// The process's own ones.
+    static environment of_process();
 };
 
 /// Either options, or a one-line message for a usage error (exit status 64).
@@ -55,6 +67,8 @@ struct parse_result {
 
 /// Reads argv. `env_servers` is $ZK_SERVERS (may be null). Validates everything that can be
 /// validated without a server: the lock path, the server list, the durations.
+parse_result parse_command_line(int argc, const char* const* argv, const environment& env);
+/// The same with only $ZK_SERVERS set (or nothing, for null).
 parse_result parse_command_line(int argc, const char* const* argv, const char* env_servers);
 
 /// "500ms", "10s", "1.5s", "2m", "1h"; a bare number is seconds. nullopt if malformed or huge.

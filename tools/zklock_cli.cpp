@@ -69,6 +69,10 @@ zklock::session_config session_config_for(const cli::options& o)
     config.servers = o.servers;
     config.session_timeout = o.session_timeout;
     config.connect_timeout = o.connect_timeout;
+    config.tls.enabled = o.tls;
+    config.tls.ca_file = o.tls_ca;
+    config.tls.cert_file = o.tls_cert;
+    config.tls.key_file = o.tls_key;
     // One session, one lock: if the session expires the lock is gone, and there is nothing a
     // fresh session could do for us.
     config.reconnect_on_expiry = false;
@@ -82,6 +86,15 @@ std::string connect_failure(const cli::options& o, const error_code& ec)
         return "no ZooKeeper server at " + o.servers + " accepted a session within " + cli::format_duration(o.connect_timeout);
     if (ec == zklock::errc::unresolvable_host)
         return "cannot resolve host name: no host of " + o.servers + " resolves to an address";
+    // The library's messages name session_config::tls; here the flags say it.
+    if (ec == zklock::errc::tls_required)
+        return "the server at " + o.servers + " accepts only TLS on this port: add --tls (and --tls-ca FILE)";
+    if (ec == zklock::errc::tls_untrusted_certificate)
+        return "cannot connect to ZooKeeper at " + o.servers +
+               ": the server's TLS certificate is not signed by a trusted CA (check --tls-ca)";
+    if (ec == zklock::errc::tls_client_certificate_refused)
+        return "cannot connect to ZooKeeper at " + o.servers +
+               ": the server refused the client certificate (check --tls-cert and --tls-key)";
     return "cannot connect to ZooKeeper at " + o.servers + ": " + ec.message();
 }
 
@@ -392,7 +405,7 @@ awaitable<int> run_list(cli::options o)
 
 int main(int argc, char** argv)
 {
-    auto parsed = cli::parse_command_line(argc, argv, std::getenv("ZK_SERVERS"));
+    auto parsed = cli::parse_command_line(argc, argv, cli::environment::of_process());
     if (!parsed.opts) {
         say("%s", parsed.error.c_str());
         return status::usage;
