@@ -31,49 +31,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-namespace detail {
-
-fs::path make_temp_dir(const std::string& prefix)
-{
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = (tmp && *tmp ? std::string(tmp) : std::string("/tmp")) + "/" + prefix + ".XXXXXX";
-    if (!::mkdtemp(templ.data()))
-        throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
-    return templ;
-}
-
-void write_file(const fs::path& path, const std::string& content)
-{
-    std::ofstream out(path, std::ios::trunc);
-    out << content;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
-}
-
-std::string read_file_from(const fs::path& path, std::uintmax_t offset)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {};
-    in.seekg(static_cast<std::streamoff>(offset));
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-std::string tail_lines(const std::string& text, std::size_t lines)
-{
-    if (lines == 0) return {};
-    std::size_t pos = text.size();
-    if (pos > 0 && text[pos - 1] == '\n') --pos;  // a trailing newline does not start a line
-    for (std::size_t n = 0; n < lines; ++n) {
-        std::size_t nl = pos == 0 ? std::string::npos : text.rfind('\n', pos - 1);
-        if (nl == std::string::npos) return text;
-        pos = nl;
-    }
-    return text.substr(pos + 1);
-}
-
-}  // namespace detail
-
 namespace {
 
 int sys_check(int r, const char* what)
