@@ -5,6 +5,8 @@
 #include "support/doctest_listener.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/frame_scanner.hpp"
+#include "support/process_util.hpp"
+#include "support/tls_certs.hpp"
 #include "support/zk_ensemble.hpp"
 #include "support/zk_server.hpp"
 
@@ -34,6 +36,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1023,4 +1026,86 @@ TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others kee
     REQUIRE(zk.wait_quorum(30s));
     MESSAGE("all three serve again " << ms_since(t) << " ms after heal");
     CHECK(zk.leader() == leader);
+}
+
+// ---- TLS: certificates ----
+
+namespace {
+
+// openssl's exit status and its stdout and stderr together.
+std::pair<int, std::string> run_openssl(std::vector<std::string> args)
+{
+    args.insert(args.begin(), "openssl");
+    const auto r = zklock::test::detail::run_process(args, 20s);
+    REQUIRE_FALSE(r.timed_out);
+    return {r.status, r.out + r.err};
+}
+
+std::pair<int, std::string> verify(const fs::path& ca, const fs::path& cert, std::vector<std::string> extra = {})
+{
+    std::vector<std::string> args = {"verify", "-CAfile", ca.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(cert.string());
+    return run_openssl(args);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("tls_certs makes a CA, server and client certificates and the bad ones")
+{
+    const auto t = steady::now();
+    const tls_certs& certs = shared_tls_certs();
+    MESSAGE("certificates made in " << ms_since(t) << " ms, in " << certs.dir());
+    for (const auto& p : {certs.ca_cert(), certs.server_cert(), certs.server_key(), certs.expired_server_cert(),
+                          certs.not_yet_valid_server_cert(), certs.wrong_host_server_cert(),
+                          certs.untrusted_server_cert(), certs.untrusted_ca_cert()})
+        CHECK(fs::file_size(p) > 0);
+    CHECK_THROWS_AS(certs.client_cert("carol"), std::invalid_argument);
+
+    // Valid for the loopback names, from now for about two days.
+    auto [status, out] = verify(certs.ca_cert(), certs.server_cert(), {"-verify_ip", "127.0.0.1"});
+    CHECK_MESSAGE(status == 0, out);
+    CHECK(verify(certs.ca_cert(), certs.server_cert(), {"-verify_ip", "::1"}).first == 0);
+    CHECK(verify(certs.ca_cert(), certs.server_cert(), {"-verify_hostname", "localhost"}).first == 0);
+    std::tie(status, out) = run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-subject", "-ext",
+                                         "subjectAltName,extendedKeyUsage", "-nameopt", "RFC2253"});
+    CHECK(contains(out, "subject=CN=localhost,OU=zklock-test,O=zklock"));
+    CHECK(contains(out, "IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, DNS:localhost"));
+    CHECK(contains(out, "TLS Web Server Authentication"));
+    CHECK(run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-checkend", "86400"}).first == 0);
+    CHECK(run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-checkend", "259200"}).first != 0);
+
+    for (const auto& name : tls_certs::client_names()) {
+        CAPTURE(name);
+        CHECK(verify(certs.ca_cert(), certs.client_cert(name), {"-purpose", "sslclient"}).first == 0);
+        std::tie(status, out) = run_openssl(
+            {"x509", "-in", certs.client_cert(name).string(), "-noout", "-subject", "-nameopt", "RFC2253"});
+        CHECK(out == "subject=" + tls_certs::client_subject(name) + "\n");
+        const std::string keystore = zklock::test::detail::read_file_from(certs.client_keystore(name));
+        CHECK(keystore.rfind("-----BEGIN PRIVATE KEY-----", 0) == 0);
+        CHECK(contains(keystore, "-----BEGIN CERTIFICATE-----"));
+    }
+    CHECK(tls_certs::client_subject("alice") == "CN=alice,OU=zklock-test,O=zklock");
+
+    std::tie(status, out) = verify(certs.ca_cert(), certs.expired_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate has expired"), out);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.not_yet_valid_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate is not yet valid"), out);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.untrusted_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "unable to get local issuer certificate"), out);
+    CHECK(verify(certs.untrusted_ca_cert(), certs.untrusted_server_cert()).first == 0);
+    // Signed by the CA but for another host only.
+    CHECK(verify(certs.ca_cert(), certs.wrong_host_server_cert()).first == 0);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.wrong_host_server_cert(), {"-verify_ip", "127.0.0.1"});
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "IP address mismatch"), out);
+    std::tie(status, out) = run_openssl(
+        {"x509", "-in", certs.wrong_host_server_cert().string(), "-noout", "-ext", "subjectAltName"});
+    CHECK(contains(out, "DNS:wrong.example"));
+    CHECK_FALSE(contains(out, "IP Address"));
 }
