@@ -1028,7 +1028,7 @@ TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others kee
     CHECK(zk.leader() == leader);
 }
 
-// ---- TLS: certificates ----
+// ---- TLS: certificates and a server with a secure port ----
 
 namespace {
 
@@ -1050,6 +1050,18 @@ std::pair<int, std::string> verify(const fs::path& ca, const fs::path& cert, std
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A TLS handshake by `openssl s_client` that checks the server's certificate for 127.0.0.1.
+std::pair<int, std::string> s_client(std::uint16_t port, const fs::path& ca, const std::string& client = "")
+{
+    std::vector<std::string> args = {"s_client", "-connect", "127.0.0.1:" + std::to_string(port),
+                                     "-CAfile", ca.string(), "-verify_return_error", "-verify_ip", "127.0.0.1",
+                                     "-brief"};
+    if (!client.empty())
+        args.insert(args.end(), {"-cert", shared_tls_certs().client_cert(client).string(), "-key",
+                                 shared_tls_certs().client_key(client).string()});
+    return run_openssl(args);
+}
 
 }  // namespace
 
@@ -1108,4 +1120,59 @@ TEST_CASE("tls_certs makes a CA, server and client certificates and the bad ones
         {"x509", "-in", certs.wrong_host_server_cert().string(), "-noout", "-ext", "subjectAltName"});
     CHECK(contains(out, "DNS:wrong.example"));
     CHECK_FALSE(contains(out, "IP Address"));
+}
+
+TEST_CASE("zk_server with TLS: the secure port takes client certificates as x509 ids")
+{
+    const tls_certs& certs = shared_tls_certs();
+    auto t = steady::now();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls()});
+    MESSAGE("TLS server up in " << ms_since(t) << " ms");
+    REQUIRE(zk.tls_port() != 0);
+    CHECK(zk.tls_port() != zk.port());
+    CHECK(zk.tls_connect_string() == "127.0.0.1:" + std::to_string(zk.tls_port()));
+    CHECK(zk.four_letter("ruok") == "imok");  // the plaintext port still serves
+
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert(), "alice");
+    CHECK_MESSAGE(status == 0, out);
+    CHECK(contains(out, "Verification: OK"));
+    CHECK_MESSAGE(contains(out, "Protocol version: TLSv1.2"), out);
+
+    // ZooKeeper's own client over TLS: the session carries the certificate's subject as its x509 id.
+    t = steady::now();
+    out = zookeeper_cli_tls(zk.tls_port(), {.keystore = certs.client_keystore("alice"), .truststore = certs.ca_cert()},
+                            {"whoami"});
+    MESSAGE("zookeeper_cli_tls whoami in " << ms_since(t) << " ms:\n" << out);
+    CHECK(contains(out, "x509: " + tls_certs::client_subject("alice") + "\n"));
+    // clientAuth=want: a client without a certificate is admitted, without an x509 id.
+    out = zookeeper_cli_tls(zk.tls_port(), {.truststore = certs.ca_cert()}, {"whoami"});
+    CHECK_MESSAGE(contains(out, "ip: 127.0.0.1"), out);
+    CHECK_FALSE(contains(out, "x509:"));
+
+    const auto port = zk.port(), tls_port = zk.tls_port();
+    zk.stop();
+    zk.start();
+    CHECK(zk.port() == port);
+    CHECK(zk.tls_port() == tls_port);
+    CHECK(s_client(zk.tls_port(), certs.ca_cert(), "bob").first == 0);
+}
+
+TEST_CASE("zk_server with TLS and clientAuth=need turns away a client without a certificate")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls(tls_server_options::client_auth::need)});
+    CHECK(s_client(zk.tls_port(), certs.ca_cert(), "bob").first == 0);
+    // TLS 1.2: the server's alert comes within the handshake, so s_client fails.
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert());
+    MESSAGE("s_client without a certificate:\n" << out);
+    CHECK(status != 0);
+}
+
+TEST_CASE("zk_server with TLS and a bad certificate starts, and clients refuse it")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls(tls_certs::bad_server::expired)});
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert(), "alice");
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate has expired"), out);
 }

@@ -194,6 +194,23 @@ std::string tls_certs::client_subject(std::string_view name)
     return "CN=" + std::string(name) + ",OU=zklock-test,O=zklock";
 }
 
+tls_server_options tls_certs::server_tls(tls_server_options::client_auth auth) const
+{
+    return {.cert = server_cert(), .key = server_key(), .ca = ca_cert(), .auth = auth};
+}
+
+tls_server_options tls_certs::server_tls(bad_server which, tls_server_options::client_auth auth) const
+{
+    tls_server_options tls = server_tls(auth);
+    switch (which) {
+    case bad_server::expired: tls.cert = expired_server_cert(), tls.key = expired_server_key(); break;
+    case bad_server::not_yet_valid: tls.cert = not_yet_valid_server_cert(), tls.key = not_yet_valid_server_key(); break;
+    case bad_server::wrong_host: tls.cert = wrong_host_server_cert(), tls.key = wrong_host_server_key(); break;
+    case bad_server::untrusted: tls.cert = untrusted_server_cert(), tls.key = untrusted_server_key(); break;
+    }
+    return tls;
+}
+
 const tls_certs& shared_tls_certs()
 {
     static const tls_certs certs;

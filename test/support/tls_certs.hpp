@@ -1,6 +1,8 @@
 // support/tls_certs.hpp — throwaway certificates for the TLS tests, made with openssl at test time.
 #pragma once
 
+#include "support/zk_server.hpp"
+
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -64,6 +66,13 @@ public:
     std::filesystem::path untrusted_server_cert() const { return dir_ / "untrusted.pem"; }
     std::filesystem::path untrusted_server_key() const { return dir_ / "untrusted.key"; }
     std::filesystem::path untrusted_ca_cert() const { return dir_ / "untrusted-ca.pem"; }
+
+    /// server_options::tls for a zk_server presenting server_cert() and trusting ca_cert() for
+    /// client certificates.
+    tls_server_options server_tls(tls_server_options::client_auth auth = tls_server_options::client_auth::want) const;
+    /// The same with one of the bad certificates (the server still trusts ca_cert()).
+    tls_server_options server_tls(bad_server which,
+                                  tls_server_options::client_auth auth = tls_server_options::client_auth::want) const;
 
     void keep_files() { keep_ = true; }
     std::filesystem::path dir() const { return dir_; }
