@@ -25,6 +25,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -1063,6 +1064,53 @@ std::pair<int, std::string> s_client(std::uint16_t port, const fs::path& ca, con
     return run_openssl(args);
 }
 
+// What a peer that does not speak the port's protocol gets: the bytes the server sent before it
+// closed, and how it closed.
+std::string probe(std::uint16_t port, const std::string& data)
+{
+    client c(port);
+    const auto t = steady::now();
+    c.send(data);
+    const read_result r = c.read(1 << 16, 5s);
+    std::ostringstream out;
+    out << r.data.size() << " bytes back, then ";
+    if (!r.closed)
+        out << "nothing (still open after 5 s)";
+    else if (r.error == 0)
+        out << "EOF";
+    else
+        out << std::strerror(r.error);
+    out << " after " << ms_since(t) << " ms";
+    return out.str();
+}
+
+// The 48 bytes a ZooKeeper client sends first: a ConnectRequest frame (protocol version 0, no
+// zxid seen, 30 s timeout, no session, a 16-byte empty password).
+std::string zk_connect_request()
+{
+    std::string body;
+    put32(body, 0);
+    put64(body, 0);
+    put32(body, 30000);
+    put64(body, 0);
+    put32(body, 16);
+    body.append(16, '\0');
+    return frame(body);
+}
+
+// A minimal TLS 1.2 ClientHello record (one cipher suite, no extensions).
+std::string client_hello()
+{
+    std::string hello = "\x03\x03";                             // client_version TLS 1.2
+    hello.append(32, '\x2a');                                   // random
+    hello += std::string("\x00\x00\x02\xc0\x2b\x01\x00", 7);    // no session id; one suite; null compression
+    std::string handshake = "\x01";                             // ClientHello
+    handshake += std::string{'\0', '\0', static_cast<char>(hello.size())} + hello;
+    std::string record = "\x16\x03\x01";                        // handshake record, TLS 1.0 record version
+    record += std::string{'\0', static_cast<char>(handshake.size())} + handshake;
+    return record;
+}
+
 }  // namespace
 
 TEST_CASE("tls_certs makes a CA, server and client certificates and the bad ones")
@@ -1175,4 +1223,33 @@ TEST_CASE("zk_server with TLS and a bad certificate starts, and clients refuse i
     auto [status, out] = s_client(zk.tls_port(), certs.ca_cert(), "alice");
     CHECK(status != 0);
     CHECK_MESSAGE(contains(out, "certificate has expired"), out);
+}
+
+TEST_CASE("TLS probe: plaintext on the TLS port and a ClientHello on plaintext ports are closed")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server tls_zk({.tick_time = 200ms, .tls = certs.server_tls()});
+    zk_server plain_zk({.tick_time = 200ms});
+    REQUIRE(zk_connect_request().size() == 48);
+
+    // What a library's error message can rely on: no byte comes back, the server just closes.
+    const std::string plain_on_tls = probe(tls_zk.tls_port(), zk_connect_request());
+    MESSAGE("ConnectRequest to the TLS port (Netty): " << plain_on_tls);
+    CHECK(plain_on_tls.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(plain_on_tls, "still open"));
+
+    const std::string hello_on_netty = probe(tls_zk.port(), client_hello());
+    MESSAGE("ClientHello to the plaintext port of the TLS server (Netty): " << hello_on_netty);
+    CHECK(hello_on_netty.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(hello_on_netty, "still open"));
+
+    const std::string hello_on_nio = probe(plain_zk.port(), client_hello());
+    MESSAGE("ClientHello to a plaintext server (NIO): " << hello_on_nio);
+    CHECK(hello_on_nio.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(hello_on_nio, "still open"));
+
+    // And what OpenSSL makes of it.
+    auto [status, out] = s_client(plain_zk.port(), certs.ca_cert(), "alice");
+    MESSAGE("s_client to a plaintext server:\n" << out);
+    CHECK(status != 0);
 }
