@@ -16,6 +16,10 @@ packages=(
   g++ cmake ninja-build make
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   libzookeeper-st-dev doctest-dev
+  libssl-dev           # TLS to ZooKeeper's secureClientPort, through Asio's ssl::stream
+  libnetty-java        # the test servers' TLS (ZooKeeper has TLS on Netty only): its jars are
+                       # named on their classpath; zookeeper depends on it, listed as we use it
+  openssl              # the tests make their certificates with the openssl command
   zookeeper            # the real server, for the tests and the demo (pulls a Java runtime)
   procps iproute2
   pkgconf python3      # the packaging tests: the installed zklock.pc, compile_commands.json

@@ -5,6 +5,8 @@
 #include "support/doctest_listener.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/frame_scanner.hpp"
+#include "support/process_util.hpp"
+#include "support/tls_certs.hpp"
 #include "support/zk_ensemble.hpp"
 #include "support/zk_server.hpp"
 
@@ -23,6 +25,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -34,6 +37,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1023,4 +1027,229 @@ TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others kee
     REQUIRE(zk.wait_quorum(30s));
     MESSAGE("all three serve again " << ms_since(t) << " ms after heal");
     CHECK(zk.leader() == leader);
+}
+
+// ---- TLS: certificates and a server with a secure port ----
+
+namespace {
+
+// openssl's exit status and its stdout and stderr together.
+std::pair<int, std::string> run_openssl(std::vector<std::string> args)
+{
+    args.insert(args.begin(), "openssl");
+    const auto r = zklock::test::detail::run_process(args, 20s);
+    REQUIRE_FALSE(r.timed_out);
+    return {r.status, r.out + r.err};
+}
+
+std::pair<int, std::string> verify(const fs::path& ca, const fs::path& cert, std::vector<std::string> extra = {})
+{
+    std::vector<std::string> args = {"verify", "-CAfile", ca.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(cert.string());
+    return run_openssl(args);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A TLS handshake by `openssl s_client` that checks the server's certificate for 127.0.0.1.
+std::pair<int, std::string> s_client(std::uint16_t port, const fs::path& ca, const std::string& client = "")
+{
+    std::vector<std::string> args = {"s_client", "-connect", "127.0.0.1:" + std::to_string(port),
+                                     "-CAfile", ca.string(), "-verify_return_error", "-verify_ip", "127.0.0.1",
+                                     "-brief"};
+    if (!client.empty())
+        args.insert(args.end(), {"-cert", shared_tls_certs().client_cert(client).string(), "-key",
+                                 shared_tls_certs().client_key(client).string()});
+    return run_openssl(args);
+}
+
+// What a peer that does not speak the port's protocol gets: the bytes the server sent before it
+// closed, and how it closed.
+std::string probe(std::uint16_t port, const std::string& data)
+{
+    client c(port);
+    const auto t = steady::now();
+    c.send(data);
+    const read_result r = c.read(1 << 16, 5s);
+    std::ostringstream out;
+    out << r.data.size() << " bytes back, then ";
+    if (!r.closed)
+        out << "nothing (still open after 5 s)";
+    else if (r.error == 0)
+        out << "EOF";
+    else
+        out << std::strerror(r.error);
+    out << " after " << ms_since(t) << " ms";
+    return out.str();
+}
+
+// The 48 bytes a ZooKeeper client sends first: a ConnectRequest frame (protocol version 0, no
+// zxid seen, 30 s timeout, no session, a 16-byte empty password).
+std::string zk_connect_request()
+{
+    std::string body;
+    put32(body, 0);
+    put64(body, 0);
+    put32(body, 30000);
+    put64(body, 0);
+    put32(body, 16);
+    body.append(16, '\0');
+    return frame(body);
+}
+
+// A minimal TLS 1.2 ClientHello record (one cipher suite, no extensions).
+std::string client_hello()
+{
+    std::string hello = "\x03\x03";                             // client_version TLS 1.2
+    hello.append(32, '\x2a');                                   // random
+    hello += std::string("\x00\x00\x02\xc0\x2b\x01\x00", 7);    // no session id; one suite; null compression
+    std::string handshake = "\x01";                             // ClientHello
+    handshake += std::string{'\0', '\0', static_cast<char>(hello.size())} + hello;
+    std::string record = "\x16\x03\x01";                        // handshake record, TLS 1.0 record version
+    record += std::string{'\0', static_cast<char>(handshake.size())} + handshake;
+    return record;
+}
+
+}  // namespace
+
+TEST_CASE("tls_certs makes a CA, server and client certificates and the bad ones")
+{
+    const auto t = steady::now();
+    const tls_certs& certs = shared_tls_certs();
+    MESSAGE("certificates made in " << ms_since(t) << " ms, in " << certs.dir());
+    for (const auto& p : {certs.ca_cert(), certs.server_cert(), certs.server_key(), certs.expired_server_cert(),
+                          certs.not_yet_valid_server_cert(), certs.wrong_host_server_cert(),
+                          certs.untrusted_server_cert(), certs.untrusted_ca_cert()})
+        CHECK(fs::file_size(p) > 0);
+    CHECK_THROWS_AS(certs.client_cert("carol"), std::invalid_argument);
+
+    // Valid for the loopback names, from now for about two days.
+    auto [status, out] = verify(certs.ca_cert(), certs.server_cert(), {"-verify_ip", "127.0.0.1"});
+    CHECK_MESSAGE(status == 0, out);
+    CHECK(verify(certs.ca_cert(), certs.server_cert(), {"-verify_ip", "::1"}).first == 0);
+    CHECK(verify(certs.ca_cert(), certs.server_cert(), {"-verify_hostname", "localhost"}).first == 0);
+    std::tie(status, out) = run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-subject", "-ext",
+                                         "subjectAltName,extendedKeyUsage", "-nameopt", "RFC2253"});
+    CHECK(contains(out, "subject=CN=localhost,OU=zklock-test,O=zklock"));
+    CHECK(contains(out, "IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, DNS:localhost"));
+    CHECK(contains(out, "TLS Web Server Authentication"));
+    CHECK(run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-checkend", "86400"}).first == 0);
+    CHECK(run_openssl({"x509", "-in", certs.server_cert().string(), "-noout", "-checkend", "259200"}).first != 0);
+
+    for (const auto& name : tls_certs::client_names()) {
+        CAPTURE(name);
+        CHECK(verify(certs.ca_cert(), certs.client_cert(name), {"-purpose", "sslclient"}).first == 0);
+        std::tie(status, out) = run_openssl(
+            {"x509", "-in", certs.client_cert(name).string(), "-noout", "-subject", "-nameopt", "RFC2253"});
+        CHECK(out == "subject=" + tls_certs::client_subject(name) + "\n");
+        const std::string keystore = zklock::test::detail::read_file_from(certs.client_keystore(name));
+        CHECK(keystore.rfind("-----BEGIN PRIVATE KEY-----", 0) == 0);
+        CHECK(contains(keystore, "-----BEGIN CERTIFICATE-----"));
+    }
+    CHECK(tls_certs::client_subject("alice") == "CN=alice,OU=zklock-test,O=zklock");
+
+    std::tie(status, out) = verify(certs.ca_cert(), certs.expired_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate has expired"), out);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.not_yet_valid_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate is not yet valid"), out);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.untrusted_server_cert());
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "unable to get local issuer certificate"), out);
+    CHECK(verify(certs.untrusted_ca_cert(), certs.untrusted_server_cert()).first == 0);
+    // Signed by the CA but for another host only.
+    CHECK(verify(certs.ca_cert(), certs.wrong_host_server_cert()).first == 0);
+    std::tie(status, out) = verify(certs.ca_cert(), certs.wrong_host_server_cert(), {"-verify_ip", "127.0.0.1"});
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "IP address mismatch"), out);
+    std::tie(status, out) = run_openssl(
+        {"x509", "-in", certs.wrong_host_server_cert().string(), "-noout", "-ext", "subjectAltName"});
+    CHECK(contains(out, "DNS:wrong.example"));
+    CHECK_FALSE(contains(out, "IP Address"));
+}
+
+TEST_CASE("zk_server with TLS: the secure port takes client certificates as x509 ids")
+{
+    const tls_certs& certs = shared_tls_certs();
+    auto t = steady::now();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls()});
+    MESSAGE("TLS server up in " << ms_since(t) << " ms");
+    REQUIRE(zk.tls_port() != 0);
+    CHECK(zk.tls_port() != zk.port());
+    CHECK(zk.tls_connect_string() == "127.0.0.1:" + std::to_string(zk.tls_port()));
+    CHECK(zk.four_letter("ruok") == "imok");  // the plaintext port still serves
+
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert(), "alice");
+    CHECK_MESSAGE(status == 0, out);
+    CHECK(contains(out, "Verification: OK"));
+    CHECK_MESSAGE(contains(out, "Protocol version: TLSv1.2"), out);
+
+    // ZooKeeper's own client over TLS: the session carries the certificate's subject as its x509 id.
+    t = steady::now();
+    out = zookeeper_cli_tls(zk.tls_port(), {.keystore = certs.client_keystore("alice"), .truststore = certs.ca_cert()},
+                            {"whoami"});
+    MESSAGE("zookeeper_cli_tls whoami in " << ms_since(t) << " ms:\n" << out);
+    CHECK(contains(out, "x509: " + tls_certs::client_subject("alice") + "\n"));
+    // clientAuth=want: a client without a certificate is admitted, without an x509 id.
+    out = zookeeper_cli_tls(zk.tls_port(), {.truststore = certs.ca_cert()}, {"whoami"});
+    CHECK_MESSAGE(contains(out, "ip: 127.0.0.1"), out);
+    CHECK_FALSE(contains(out, "x509:"));
+
+    const auto port = zk.port(), tls_port = zk.tls_port();
+    zk.stop();
+    zk.start();
+    CHECK(zk.port() == port);
+    CHECK(zk.tls_port() == tls_port);
+    CHECK(s_client(zk.tls_port(), certs.ca_cert(), "bob").first == 0);
+}
+
+TEST_CASE("zk_server with TLS and clientAuth=need turns away a client without a certificate")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls(tls_server_options::client_auth::need)});
+    CHECK(s_client(zk.tls_port(), certs.ca_cert(), "bob").first == 0);
+    // TLS 1.2: the server's alert comes within the handshake, so s_client fails.
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert());
+    MESSAGE("s_client without a certificate:\n" << out);
+    CHECK(status != 0);
+}
+
+TEST_CASE("zk_server with TLS and a bad certificate starts, and clients refuse it")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server zk({.tick_time = 200ms, .tls = certs.server_tls(tls_certs::bad_server::expired)});
+    auto [status, out] = s_client(zk.tls_port(), certs.ca_cert(), "alice");
+    CHECK(status != 0);
+    CHECK_MESSAGE(contains(out, "certificate has expired"), out);
+}
+
+TEST_CASE("TLS probe: plaintext on the TLS port and a ClientHello on plaintext ports are closed")
+{
+    const tls_certs& certs = shared_tls_certs();
+    zk_server tls_zk({.tick_time = 200ms, .tls = certs.server_tls()});
+    zk_server plain_zk({.tick_time = 200ms});
+    REQUIRE(zk_connect_request().size() == 48);
+
+    // What a library's error message can rely on: no byte comes back, the server just closes.
+    const std::string plain_on_tls = probe(tls_zk.tls_port(), zk_connect_request());
+    MESSAGE("ConnectRequest to the TLS port (Netty): " << plain_on_tls);
+    CHECK(plain_on_tls.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(plain_on_tls, "still open"));
+
+    const std::string hello_on_netty = probe(tls_zk.port(), client_hello());
+    MESSAGE("ClientHello to the plaintext port of the TLS server (Netty): " << hello_on_netty);
+    CHECK(hello_on_netty.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(hello_on_netty, "still open"));
+
+    const std::string hello_on_nio = probe(plain_zk.port(), client_hello());
+    MESSAGE("ClientHello to a plaintext server (NIO): " << hello_on_nio);
+    CHECK(hello_on_nio.rfind("0 bytes back, then ", 0) == 0);
+    CHECK_FALSE(contains(hello_on_nio, "still open"));
+
+    // And what OpenSSL makes of it.
+    auto [status, out] = s_client(plain_zk.port(), certs.ca_cert(), "alice");
+    MESSAGE("s_client to a plaintext server:\n" << out);
+    CHECK(status != 0);
 }

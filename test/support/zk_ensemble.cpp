@@ -21,6 +21,7 @@ zk_ensemble::zk_ensemble(int n, server_options options)
       uncaught_(std::uncaught_exceptions())
 {
     if (n < 1) throw std::invalid_argument("zk_ensemble needs at least one server");
+    if (options_.tls.enabled()) throw std::invalid_argument("zk_ensemble: server_options::tls is for zk_server only");
     if (options_.dynamic_config && options_.proxy_server_links)
         throw std::invalid_argument("zk_ensemble: dynamic_config does not go with proxy_server_links");
     // Reconfiguration is an admin operation: the test's clients may do it without credentials.

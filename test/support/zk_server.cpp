@@ -31,49 +31,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-namespace detail {
-
-fs::path make_temp_dir(const std::string& prefix)
-{
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = (tmp && *tmp ? std::string(tmp) : std::string("/tmp")) + "/" + prefix + ".XXXXXX";
-    if (!::mkdtemp(templ.data()))
-        throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
-    return templ;
-}
-
-void write_file(const fs::path& path, const std::string& content)
-{
-    std::ofstream out(path, std::ios::trunc);
-    out << content;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
-}
-
-std::string read_file_from(const fs::path& path, std::uintmax_t offset)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {};
-    in.seekg(static_cast<std::streamoff>(offset));
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-std::string tail_lines(const std::string& text, std::size_t lines)
-{
-    if (lines == 0) return {};
-    std::size_t pos = text.size();
-    if (pos > 0 && text[pos - 1] == '\n') --pos;  // a trailing newline does not start a line
-    for (std::size_t n = 0; n < lines; ++n) {
-        std::size_t nl = pos == 0 ? std::string::npos : text.rfind('\n', pos - 1);
-        if (nl == std::string::npos) return text;
-        pos = nl;
-    }
-    return text.substr(pos + 1);
-}
-
-}  // namespace detail
-
 namespace {
 
 int sys_check(int r, const char* what)
@@ -126,6 +83,73 @@ const log_binding* find_log_binding()
     return nullptr;
 }
 
+// Waits until fd is ready for `events`; false on timeout or error.
+bool wait_for(int fd, short events, clock_type::time_point deadline)
+{
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+        if (left <= 0ms) return false;
+        pollfd p{fd, events, 0};
+        int r = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (r > 0) return true;
+        if (r < 0 && errno != EINTR) return false;
+    }
+}
+
+// A non-blocking TCP socket connected to address:port (a numeric IPv4 or IPv6 address), or -1.
+int connect_within(const std::string& address, std::uint16_t port, clock_type::time_point deadline)
+{
+    sockaddr_storage a{};
+    socklen_t a_len = 0;
+    if (auto* v4 = reinterpret_cast<sockaddr_in*>(&a); ::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        a_len = sizeof *v4;
+    } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&a); ::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        a_len = sizeof *v6;
+    } else {
+        return -1;
+    }
+    const int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), a_len) == 0;
+    if (!ok && errno == EINPROGRESS && wait_for(fd, POLLOUT, deadline)) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    if (ok) return fd;
+    ::close(fd);
+    return -1;
+}
+
+std::string host_port(const std::string& host, std::uint16_t port)
+{
+    return (host.find(':') == std::string::npos ? host : "[" + host + "]") + ":" + std::to_string(port);
+}
+
+// ZooKeeper's TLS needs Netty (its NIO connection factory has no TLS). Debian's netty-all.jar is
+// a manifest pointing at the parts, which a -cp list does not follow: the parts are listed.
+std::string netty_classpath()
+{
+    static const char* const jars[] = {
+        "netty-buffer.jar",  "netty-codec.jar",    "netty-common.jar",
+        "netty-handler.jar", "netty-resolver.jar", "netty-transport.jar",
+        "netty-transport-native-epoll.jar", "netty-transport-native-unix-common.jar",
+    };
+    std::string classpath;
+    for (const char* jar : jars) {
+        const fs::path path = fs::path("/usr/share/java") / jar;
+        if (!fs::exists(path))
+            throw std::runtime_error("ZooKeeper's TLS needs " + path.string() +
+                                     " (Debian package libnetty-java, see scripts/install-deps.sh)");
+        classpath += ":" + path.string();
+    }
+    return classpath;
+}
+
 constexpr const char* log4j_properties =
     "log4j.rootLogger=INFO, CONSOLE\n"
     "log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
@@ -176,46 +200,17 @@ std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono:
 std::string four_letter(const std::string& address, std::uint16_t port, const std::string& cmd,
                         std::chrono::milliseconds timeout)
 {
-    sockaddr_storage a{};
-    socklen_t a_len = 0;
-    if (auto* v4 = reinterpret_cast<sockaddr_in*>(&a); ::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        a_len = sizeof *v4;
-    } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&a); ::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        a_len = sizeof *v6;
-    } else {
-        return {};
-    }
     const auto deadline = clock_type::now() + timeout;
-    auto wait_for = [&](int fd, short events) {
-        for (;;) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-            if (left <= 0ms) return false;
-            pollfd p{fd, events, 0};
-            int r = ::poll(&p, 1, static_cast<int>(left.count()));
-            if (r > 0) return true;
-            if (r < 0 && errno != EINTR) return false;
-        }
-    };
-
-    int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int fd = connect_within(address, port, deadline);
     if (fd < 0) return {};
     std::string reply;
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), a_len) == 0;
-    if (!ok && errno == EINPROGRESS && wait_for(fd, POLLOUT)) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-    }
+    bool ok = true;
     std::size_t sent = 0;
     while (ok && sent < cmd.size()) {
         ssize_t n = ::send(fd, cmd.data() + sent, cmd.size() - sent, MSG_NOSIGNAL);
         if (n > 0)
             sent += static_cast<std::size_t>(n);
-        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLOUT)))
+        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLOUT, deadline)))
             ok = false;
     }
     while (ok) {
@@ -223,14 +218,18 @@ std::string four_letter(const std::string& address, std::uint16_t port, const st
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n > 0)
             reply.append(buf, static_cast<std::size_t>(n));
-        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLIN)))
+        else if (!(n < 0 && (errno == EAGAIN || errno == EINTR) && wait_for(fd, POLLIN, deadline)))
             break;  // EOF (the server closes after replying), error or timeout
     }
     ::close(fd);
     return reply;
 }
 
-std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command, std::chrono::milliseconds timeout)
+namespace {
+
+// ZooKeeperMain against `server` with one command; `tls` adds its client's TLS options.
+std::string run_cli(const std::string& server, const tls_client_files* tls, const std::vector<std::string>& command,
+                    std::chrono::milliseconds timeout)
 {
     const char* zk_jar = std::getenv("ZOOKEEPER_JAR");
     std::string classpath = zk_jar && *zk_jar ? zk_jar : "/usr/share/java/zookeeper.jar";
@@ -239,8 +238,18 @@ std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& co
     if (const log_binding* binding = find_log_binding())
         for (const auto& jar : binding->jars) classpath += ":/usr/share/java/" + jar;
     std::vector<std::string> args = {find_java(), "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                                     "-XX:-UsePerfData", "-cp", classpath, "org.apache.zookeeper.ZooKeeperMain",
-                                     "-server", "127.0.0.1:" + std::to_string(port)};
+                                     "-XX:-UsePerfData"};
+    if (tls) {
+        classpath += netty_classpath();
+        args.insert(args.end(), {"-Dzookeeper.client.secure=true",
+                                 "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+                                 "-Dzookeeper.ssl.trustStore.location=" + tls->truststore.string(),
+                                 "-Dzookeeper.ssl.trustStore.type=PEM"});
+        if (!tls->keystore.empty())
+            args.insert(args.end(), {"-Dzookeeper.ssl.keyStore.location=" + tls->keystore.string(),
+                                     "-Dzookeeper.ssl.keyStore.type=PEM"});
+    }
+    args.insert(args.end(), {"-cp", classpath, "org.apache.zookeeper.ZooKeeperMain", "-server", server});
     args.insert(args.end(), command.begin(), command.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -309,12 +318,25 @@ std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& co
     return output;
 }
 
+}  // namespace
+
+std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command, std::chrono::milliseconds timeout)
+{
+    return run_cli("127.0.0.1:" + std::to_string(port), nullptr, command, timeout);
+}
+
+std::string zookeeper_cli_tls(std::uint16_t tls_port, const tls_client_files& tls,
+                              const std::vector<std::string>& command, std::chrono::milliseconds timeout)
+{
+    return run_cli("127.0.0.1:" + std::to_string(tls_port), &tls, command, timeout);
+}
+
 zk_server::zk_server(server_options options)
     : options_(std::move(options)),
       dir_(detail::make_temp_dir("zklock-zk")),
-      port_(free_ports(1).front()),
       uncaught_(std::uncaught_exceptions())
 {
+    pick_ports();
     if (options_.start) {
         try {
             start();
@@ -345,10 +367,19 @@ zk_server::~zk_server()
     }
 }
 
-std::string zk_server::connect_string() const
+std::string zk_server::connect_string() const { return host_port(options_.client_address, port_); }
+
+std::string zk_server::tls_connect_string() const
 {
-    const auto& host = options_.client_address;
-    return (host.find(':') == std::string::npos ? host : "[" + host + "]") + ":" + std::to_string(port_);
+    if (!options_.tls.enabled()) throw std::logic_error("zk_server::tls_connect_string(): TLS is not enabled");
+    return host_port(options_.client_address, tls_port_);
+}
+
+void zk_server::pick_ports()
+{
+    const auto ports = free_ports(options_.tls.enabled() ? 2 : 1);
+    port_ = ports[0];
+    if (options_.tls.enabled()) tls_port_ = ports[1];
 }
 
 pid_t zk_server::pid() const { return running() ? pid_ : -1; }
@@ -365,6 +396,16 @@ void zk_server::write_config() const
         << "admin.enableServer=false\n"
         << "4lw.commands.whitelist=*\n";
     if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+    if (options_.tls.enabled()) {
+        cfg << "secureClientPort=" << tls_port_ << "\n"
+            << "secureClientPortAddress=" << options_.client_address << "\n";
+        for (const auto& file : {options_.tls.cert, options_.tls.key, options_.tls.ca})
+            if (!file.empty() && !fs::is_regular_file(file))
+                throw std::runtime_error("zk_server: TLS file " + file.string() + " does not exist");
+        // ZooKeeper's PEM key store is one file: the key, then the certificate chain.
+        detail::write_file(tls_keystore_path(), detail::read_file_from(options_.tls.key) +
+                                                    detail::read_file_from(options_.tls.cert));
+    }
     for (const auto& line : options_.extra_config) cfg << line << "\n";
     detail::write_file(dir_ / "zoo.cfg", cfg.str());
 }
@@ -385,7 +426,7 @@ void zk_server::start()
             bool bind_failed = detail::read_file_from(log_path(), log_size_before).find("Address already in use")
                                != std::string::npos;
             if (member_ || started_ || !bind_failed || attempt >= 3) throw;
-            port_ = free_ports(1).front();
+            pick_ports();
         }
     }
 }
@@ -399,9 +440,26 @@ void zk_server::spawn()
         // benchmarks: C1-only code is slower once warm.
         args.insert(args.begin() + 2, {"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"});
     }
-    args.insert(args.end(), options_.jvm_flags.begin(), options_.jvm_flags.end());
     const char* zk_jar = std::getenv("ZOOKEEPER_JAR");
     std::string classpath = zk_jar && *zk_jar ? zk_jar : "/usr/share/java/zookeeper.jar";
+    if (const auto& tls = options_.tls; tls.enabled()) {
+        // Java system properties (the admin guide's names for them; zoo.cfg would pass its unknown
+        // keys on as "zookeeper."-prefixed properties too). The x509 provider makes a client
+        // certificate an ACL id; the server's TLS handshake looks it up by that name.
+        const char* auth = tls.auth == tls_server_options::client_auth::none   ? "none"
+                           : tls.auth == tls_server_options::client_auth::need ? "need"
+                                                                               : "want";
+        args.insert(args.end(),
+                    {"-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                     "-Dzookeeper.ssl.keyStore.location=" + tls_keystore_path().string(),
+                     "-Dzookeeper.ssl.keyStore.type=PEM", "-Dzookeeper.ssl.clientAuth=" + std::string(auth),
+                     "-Dzookeeper.authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"});
+        if (!tls.ca.empty())
+            args.insert(args.end(), {"-Dzookeeper.ssl.trustStore.location=" + tls.ca.string(),
+                                     "-Dzookeeper.ssl.trustStore.type=PEM"});
+        classpath += netty_classpath();
+    }
+    args.insert(args.end(), options_.jvm_flags.begin(), options_.jvm_flags.end());  // last: they win
     if (const log_binding* binding = find_log_binding()) {
         for (const auto& jar : binding->jars) classpath += ":/usr/share/java/" + jar;
         if (binding->log4j) {
@@ -465,7 +523,8 @@ void zk_server::wait_up(clock_type::time_point deadline)
         // "ruok" answers before the server serves ("srvr" then says "not currently serving
         // requests", clients are turned away); quorum members only serve once there is a leader.
         if (four_letter_within("ruok", 1s) == "imok" &&
-            (member_ || four_letter_within("srvr", 1s).find("Mode: ") != std::string::npos))
+            (member_ || four_letter_within("srvr", 1s).find("Mode: ") != std::string::npos) &&
+            (!options_.tls.enabled() || accepts(tls_port_)))
             return;
         if (clock_type::now() > deadline) {
             kill();
@@ -521,7 +580,17 @@ std::string zk_server::four_letter_within(const std::string& cmd, std::chrono::m
     return zklock::test::four_letter(options_.client_address, port_, cmd, timeout);
 }
 
+bool zk_server::accepts(std::uint16_t port) const
+{
+    const int fd = connect_within(options_.client_address, port, clock_type::now() + 1s);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+}
+
 std::filesystem::path zk_server::log_path() const { return dir_ / "zookeeper.log"; }
+
+std::filesystem::path zk_server::tls_keystore_path() const { return dir_ / "tls-keystore.pem"; }
 
 std::string zk_server::log_tail(std::size_t lines) const
 {

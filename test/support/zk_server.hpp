@@ -13,6 +13,26 @@ namespace zklock::test {
 
 class zk_ensemble;
 
+/// TLS for a standalone zk_server (server_options::tls): with a certificate, the server also
+/// listens on a secureClientPort (zk_server::tls_port()) through Netty, the plaintext clientPort
+/// staying as it is. Client certificates become ACL ids "x509:<subject>" (ZooKeeper's
+/// X509AuthenticationProvider; see tls_certs::client_subject()). ZooKeeper 3.8 speaks TLSv1.2 only.
+struct tls_server_options {
+    /// ssl.clientAuth: whether the server asks the client for a certificate (want: asks, but a
+    /// client without one is admitted), requires one (need), or does not ask (none).
+    enum class client_auth { none, want, need };
+
+    /// PEM certificate (then its chain, if any) the server presents; empty = no TLS.
+    std::filesystem::path cert{};
+    /// Its private key, unencrypted PKCS#8 PEM ("BEGIN PRIVATE KEY").
+    std::filesystem::path key{};
+    /// PEM CA certificate(s) the server trusts for client certificates.
+    std::filesystem::path ca{};
+    client_auth auth = client_auth::want;
+
+    bool enabled() const { return !cert.empty(); }
+};
+
 /// Options of zk_server and zk_ensemble (an aggregate: designated initializers must follow this order).
 struct server_options {
     /// ZooKeeper clamps session timeouts to [2, 20] x tickTime: use e.g. 200 ms for short sessions.
@@ -41,6 +61,9 @@ struct server_options {
     /// zk_server only: the address it listens on (clientPortAddress), a loopback address:
     /// "127.0.0.1", or "::1" (then connect_string() is "[::1]:PORT").
     std::string client_address = "127.0.0.1";
+    /// zk_server only: a TLS port besides the plaintext one (see tls_server_options; the
+    /// certificates of support/tls_certs.hpp make it, e.g. `.tls = certs.server_tls()`).
+    tls_server_options tls{};
 };
 
 /// A standalone ZooKeeper server on 127.0.0.1 (or server_options::client_address) and a free port,
@@ -67,12 +90,18 @@ public:
     /// Fixed once the server first came up (before that, a start() that finds the port taken
     /// by someone else picks another one).
     std::uint16_t port() const { return port_; }
+    /// With server_options::tls: the secureClientPort, on the same address, fixed as port() is.
+    /// 0 without TLS.
+    std::uint16_t tls_port() const { return tls_port_; }
+    /// "127.0.0.1:TLSPORT" ("[::1]:TLSPORT"); throws std::logic_error without TLS.
+    std::string tls_connect_string() const;
     /// PID of the java process, -1 when not running.
     pid_t pid() const;
 
     /// Starts the server (same port and data as before a stop) and waits (30 s at most) until
-    /// it serves; throws std::runtime_error with the log tail if it does not. (Waiting for
-    /// "ruok" alone is not enough: the server answers it before it accepts sessions.)
+    /// it serves, and with TLS until its TLS port accepts connections too; throws
+    /// std::runtime_error with the log tail if it does not. (Waiting for "ruok" alone is not
+    /// enough: the server answers it before it accepts sessions.)
     void start();
     /// SIGTERM, then SIGKILL if still alive after 5 s; waits for the process to exit.
     void stop();
@@ -98,6 +127,9 @@ private:
     zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, const server_options& options);
 
     std::filesystem::path log_path() const;
+    std::filesystem::path tls_keystore_path() const;
+    void pick_ports();
+    bool accepts(std::uint16_t port) const;  // a TCP connect succeeds
     std::string four_letter_within(const std::string& cmd, std::chrono::milliseconds timeout) const;
     void write_config() const;
     void spawn();
@@ -108,6 +140,7 @@ private:
     server_options options_;
     std::filesystem::path dir_;
     std::uint16_t port_ = 0;
+    std::uint16_t tls_port_ = 0;
     mutable pid_t pid_ = -1;
     bool member_ = false;   // of a zk_ensemble, which writes zoo.cfg and owns the dir
     bool started_ = false;  // once up, the port is fixed
@@ -129,11 +162,27 @@ std::string four_letter(std::uint16_t port, const std::string& cmd,
 std::string four_letter(const std::string& address, std::uint16_t port, const std::string& cmd,
                         std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
+/// The files ZooKeeper's Java client needs for TLS (zookeeper_cli_tls).
+struct tls_client_files {
+    /// PEM key then certificate chain (tls_certs::client_keystore()); empty = no client certificate.
+    std::filesystem::path keystore{};
+    /// PEM CA certificate(s) the client trusts for the server's certificate (tls_certs::ca_cert()).
+    std::filesystem::path truststore{};
+};
+
 /// Runs ZooKeeper's own command-line client once (org.apache.zookeeper.ZooKeeperMain, what zkCli.sh
 /// runs) against 127.0.0.1:port with one command, e.g. {"reconfig", "-remove", "1"}, and returns
 /// what it printed (stdout and stderr). Killed after `timeout` (then std::runtime_error). Takes a
 /// JVM start, about a second.
 std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+/// The same over TLS to 127.0.0.1:tls_port (a zk_server's tls_port()): the Netty client with
+/// zookeeper.client.secure=true and PEM key and trust stores. It checks the server's certificate
+/// against the host 127.0.0.1. E.g. {"whoami"} prints the session's ids, "x509: <subject>" among
+/// them when the server took the client's certificate.
+std::string zookeeper_cli_tls(std::uint16_t tls_port, const tls_client_files& tls,
+                              const std::vector<std::string>& command,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace zklock::test
