@@ -155,24 +155,6 @@ error_code validate_servers(std::string_view servers) noexcept
     return ok ? error_code{} : bad;
 }
 
-std::string client_servers(std::string_view servers)
-{
-    const std::size_t slash = servers.find('/');
-    const std::string_view chroot = slash == std::string_view::npos ? std::string_view{} : servers.substr(slash);
-    std::string out;
-    out.reserve(servers.size());
-    for_each_entry(servers.substr(0, slash), [&](std::string_view hp) {
-        const auto parsed = parse_host_port(hp);
-        if (!parsed) return;  // (validated before: never happens)
-        std::string_view host = parsed->host;
-        if (host.front() == '[') host = host.substr(1, host.size() - 2);
-        if (!out.empty()) out += ',';
-        out.append(host).append(":").append(std::to_string(parsed->port));
-    });
-    out.append(chroot);
-    return out;
-}
-
 std::string_view kind_marker(node_kind kind, bool rw_names) noexcept
 {
     switch (kind) {

@@ -81,20 +81,6 @@ const ACL_vector* session_impl::node_acl() const noexcept
     return &ZOO_OPEN_ACL_UNSAFE;
 }
 
-std::string session_impl::client_hosts(std::string_view hosts, error_code& ec)
-{
-    ec = {};
-    if (!cfg_.tls.enabled) return client_servers(hosts);
-    if (!tls_) {
-        tls_bridge::hooks h;
-        h.client_fd = [this] { return fd_; };  // the bridge lives no longer than this session
-        h.all_refused = [this](error_code why) { on_tls_refused(why); };
-        tls_ = tls_bridge::create(ex_, cfg_.tls, std::move(h), ec);
-        if (ec) return {};
-    }
-    return tls_->front(hosts, ec);
-}
-
 void session_impl::on_tls_refused(error_code ec)
 {
     // Every server refused the handshake, for a reason that retrying does not change by itself:
@@ -114,10 +100,11 @@ error_code session_impl::start_handle()
     // errors). The list was validated first, so any failure but ENOMEM is that one.
     const split_servers parts = split_chroot(cfg_.servers);
     error_code ec;
-    std::string hosts = client_hosts(parts.hosts, ec);
+    if (tls_) tls_->forget_refusals();
+    pending_list l = resolve_servers(parts.hosts, ec);
     if (ec) return ec;
     errno = 0;
-    zh_ = zookeeper_init2((hosts + std::string(parts.chroot)).c_str(), &global_watcher,
+    zh_ = zookeeper_init2((l.numeric + std::string(parts.chroot)).c_str(), &global_watcher,
                           to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
     if (!zh_) {
         if (errno == ENOMEM) return {ENOMEM, boost::system::system_category()};
@@ -129,7 +116,7 @@ error_code session_impl::start_handle()
     reconnect_at_ = {};
     refused_ = {};
     pending_servers_.reset();  // the handle has cfg_.servers
-    installed_servers_ = std::move(hosts);
+    installed_servers_ = std::move(l.numeric);
     // The 3.8 client re-resolves host names on every zookeeper_interest call unless told not to.
     zoo_set_servers_resolution_delay(zh_, -1);
     if (!cfg_.digest_auth.empty())

@@ -208,6 +208,10 @@ private:
         std::string numeric;  // "ip:port,..." as the C client reads it (IPv6 without brackets)
         std::vector<server_address> addresses;
     };
+    /// The list to give the C client for the host list `hosts` (no chroot): their addresses, or
+    /// with TLS the bridge's loopback listeners (the bridge is made on first use); of odd length.
+    /// errc::unresolvable_host if no host resolves, errc::tls_bad_config.
+    pending_list resolve_servers(std::string_view hosts, error_code& ec);
     void apply_servers();
     void install_servers();
     /// Whether the server the socket is connected to is in `l`.
@@ -314,9 +318,6 @@ private:
     std::shared_ptr<tls_bridge> tls_;
     std::vector<std::string> tls_only_;  // servers a plaintext session found speaking only TLS (this handle)
     std::uint64_t handles_ = 0;          // C handles started
-    /// The list to give the C client for the host list `hosts` (no chroot): the hosts themselves
-    /// (IPv6 without brackets), or with TLS the bridge's loopback listeners.
-    std::string client_hosts(std::string_view hosts, error_code& ec);
     /// Every server refused the connection for a reason of its own (TLS): `ec`, the latest.
     void on_tls_refused(error_code ec);
 

@@ -61,29 +61,21 @@ std::pair<std::string, std::string> host_and_port(std::string_view entry)
 
 }  // namespace
 
-error_code session_impl::set_servers(std::string servers)
+session_impl::pending_list session_impl::resolve_servers(std::string_view hosts, error_code& ec)
 {
-    if (state() == session_state::closed) return errc::session_closed;
-    if (auto ec = validate_servers(servers)) return ec;
-    const split_servers next = split_chroot(servers);
-    const split_servers current = split_chroot(cfg_.servers);
-    // A list that names a chroot ("/" included: none) must name the session's; one that names
-    // none keeps it.
-    if (servers.find('/') != std::string::npos && next.chroot != current.chroot) return errc::chroot_mismatch;
-    if (same_entries(next.hosts, current.hosts)) return {};
-
-    // Resolved here, as the C client resolves names at every connect: what it is handed is the
-    // addresses, so it has nothing left to resolve (nor to fail on) later. With TLS the bridge
-    // resolves them, and the C client is handed its listeners.
+    ec = {};
     pending_list l;
-    if (cfg_.tls.enabled && !tls_) {  // no handle yet: the first one resolves the list
-        cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
-        return {};
-    }
     if (cfg_.tls.enabled) {
-        error_code ec;
-        l.numeric = tls_->front(next.hosts, ec);
-        if (ec) return ec;
+        // The bridge resolves the hosts; the C client is handed its loopback listeners.
+        if (!tls_) {
+            tls_bridge::hooks h;
+            h.client_fd = [this] { return fd_; };  // the bridge lives no longer than this session
+            h.all_refused = [this](error_code why) { on_tls_refused(why); };
+            tls_ = tls_bridge::create(ex_, cfg_.tls, std::move(h), ec);
+            if (ec) return l;
+        }
+        l.numeric = tls_->front(hosts, ec);
+        if (ec) return l;
         for (std::string_view entry : server_entries(l.numeric)) {
             server_address s;
             auto& in = reinterpret_cast<sockaddr_in&>(s.addr);
@@ -94,7 +86,9 @@ error_code session_impl::set_servers(std::string servers)
             l.addresses.push_back(s);
         }
     }
-    for (std::string_view entry : server_entries(cfg_.tls.enabled ? std::string_view() : next.hosts)) {
+    // Resolved here (getaddrinfo, on this thread), once: the C client is handed addresses, so it
+    // has nothing left to resolve (nor to fail on) at its reconnects.
+    for (std::string_view entry : server_entries(cfg_.tls.enabled ? std::string_view() : hosts)) {
         auto [host, port] = host_and_port(entry);
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
@@ -110,17 +104,51 @@ error_code session_impl::set_servers(std::string servers)
             s.len = a->ai_addrlen;
             const bool seen = std::any_of(l.addresses.begin(), l.addresses.end(),
                                           [&](const server_address& x) { return same_address(x.addr, s.addr); });
-            char ip[NI_MAXHOST];
-            if (seen || ::getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof ip, nullptr, 0, NI_NUMERICHOST) != 0)
+            char ip[NI_MAXHOST], serv[NI_MAXSERV];
+            if (seen || ::getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof ip, serv, sizeof serv,
+                                      NI_NUMERICHOST | NI_NUMERICSERV) != 0)
                 continue;
-            // The C client cuts "host:port" at the last ':', so an IPv6 address goes without brackets.
+            // The C client cuts "host:port" at the last ':', so an IPv6 address goes without
+            // brackets; it reads the port with strtol(..., 0), so in plain decimal ("010" is octal).
             if (!l.numeric.empty()) l.numeric += ',';
-            l.numeric.append(ip).append(":").append(port);
+            l.numeric.append(ip).append(":").append(serv);
             l.addresses.push_back(s);
         }
         ::freeaddrinfo(res);
     }
-    if (l.addresses.empty()) return errc::unresolvable_host;
+    if (l.addresses.empty()) {
+        ec = errc::unresolvable_host;
+        return l;
+    }
+    // After a failed attempt the 3.8 C client moves two places along its list (handle_error's
+    // addrvec_next, then zookeeper_interest's): through a list of even length it only ever tries
+    // every other server, and one whose live servers sit on the other places never reconnects.
+    // An odd length reaches every place: an even list gets its first address once more.
+    if (l.addresses.size() % 2 == 0) {
+        l.numeric += "," + std::string(server_entries(l.numeric).front());
+        l.addresses.push_back(l.addresses.front());
+    }
+    return l;
+}
+
+error_code session_impl::set_servers(std::string servers)
+{
+    if (state() == session_state::closed) return errc::session_closed;
+    if (auto ec = validate_servers(servers)) return ec;
+    const split_servers next = split_chroot(servers);
+    const split_servers current = split_chroot(cfg_.servers);
+    // A list that names a chroot ("/" included: none) must name the session's; one that names
+    // none keeps it.
+    if (servers.find('/') != std::string::npos && next.chroot != current.chroot) return errc::chroot_mismatch;
+    if (same_entries(next.hosts, current.hosts)) return {};
+
+    if (cfg_.tls.enabled && !tls_) {  // no handle yet: the first one resolves the list
+        cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
+        return {};
+    }
+    error_code ec;
+    pending_list l = resolve_servers(next.hosts, ec);
+    if (ec) return ec;
 
     cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
     if (!zh_) return {};  // the next handle starts with cfg_.servers

@@ -357,7 +357,9 @@ void tls_bridge::on_refused(const std::shared_ptr<entry>& e, error_code ec, bool
         hooks_.all_refused(ec);
 }
 
-void tls_bridge::on_handshake_done(const std::shared_ptr<entry>&)
+void tls_bridge::on_handshake_done(const std::shared_ptr<entry>&) { forget_refusals(); }
+
+void tls_bridge::forget_refusals()
 {
     for (auto& x : entries_) x->refusal = {};
     last_refusal_ = {};

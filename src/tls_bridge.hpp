@@ -50,6 +50,9 @@ public:
     /// hosts not in the list are closed. errc::unresolvable_host if no host resolves.
     std::string front(std::string_view hosts, error_code& ec);
 
+    /// A new C handle starts: refusals seen before count no more.
+    void forget_refusals();
+
     /// The C client's socket is now `fd` (-1: none): a link carrying another socket ends.
     void client_socket_changed(int fd);
 

@@ -476,6 +476,33 @@ TEST_CASE("fault 8b: reconnects back off: sessions whose server is gone neither 
     });
 }
 
+TEST_CASE("fault 8f: a list of two, one of them down: every lost connection finds the live server again")
+{
+    // The C client moves two places along its list after a failed attempt: through two places it
+    // would try the dead server forever once it sat on its place.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        const auto dead = free_ports(1).front();
+        for (const auto& servers : {"127.0.0.1:" + std::to_string(dead) + "," + proxy.connect_string(),
+                                    proxy.connect_string() + ",127.0.0.1:" + std::to_string(dead)}) {
+            CAPTURE(servers);
+            session s{ex, config_for(servers, 20000ms)};
+            co_await connect(s);
+            const auto id = s.session_id();
+            for (std::uint64_t loss = 1; loss <= 4; ++loss) {
+                CAPTURE(loss);
+                proxy.reset();
+                CHECK(co_await wait_until([&] { return s.metrics().reconnects == loss; }, 10s));
+                CHECK(co_await wait_until([&] { return s.state() == session_state::connected; }, 10s));
+            }
+            CHECK(s.session_id() == id);
+            co_await s.async_close();
+        }
+    });
+}
+
 TEST_CASE("fault 8c: a frozen server does not stretch a deadline: the acquire completes in time, its node goes later")
 {
     run([]() -> awaitable<void> {

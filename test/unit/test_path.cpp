@@ -114,17 +114,6 @@ TEST_CASE("server lists")
     CHECK_FALSE(validate_servers("[::ffff:10.0.0.1]:2181,h:1"));
 }
 
-TEST_CASE("server lists as the C client reads them: IPv6 without brackets, ports in plain decimal")
-{
-    // The client takes what follows the last ':' for the port and passes the rest to getaddrinfo
-    // (no brackets there); it reads a port with strtol(..., 0): "010" would be octal.
-    CHECK(client_servers("127.0.0.1:2181") == "127.0.0.1:2181");
-    CHECK(client_servers("[::1]:2181") == "::1:2181");
-    CHECK(client_servers("[::1]:2181,h:2182/app/x") == "::1:2181,h:2182/app/x");
-    CHECK(client_servers("[fe80::1%eth0]:0010") == "fe80::1%eth0:10");
-    CHECK(client_servers("h:08,[2001:db8::7]:00065535/") == "h:8,2001:db8::7:65535/");
-}
-
 TEST_CASE("queue node names round-trip and order by sequence")
 {
     const std::uint64_t id = 0x00ab12cd34ef5678ULL;

@@ -32,11 +32,6 @@ std::string_view lock_path_problem(std::string_view path) noexcept;
 /// "[fe80::1%eth0]:2181"); a chroot is a valid lock path, or "/".
 error_code validate_servers(std::string_view servers) noexcept;
 
-/// A server list validate_servers accepts, written as the C client reads it: IPv6 addresses
-/// without their brackets ("[::1]:2181" -> "::1:2181": the client takes what follows the last ':'
-/// for the port and hands the rest to getaddrinfo, which knows no brackets and fails on them),
-/// ports in plain decimal (the client reads "010" as octal 8 and refuses "08"). The chroot is kept.
-std::string client_servers(std::string_view servers);
 
 /// What a queue node asks for. The letter is the node name's first character.
 enum class node_kind : char {
