@@ -1,0 +1,392 @@
+// TLS (session_config::tls) against real ZooKeeper servers with a secureClientPort (Netty), with
+// certificates made at test time (support/tls_certs.hpp): the lock's core cases, a partition
+// through the fault proxy, a restart, each handshake failure with its own error, certificate
+// identities in ACLs, and certificate files read again when they change.
+#include "fault_common.hpp"
+
+#include "support/tls_certs.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+
+#include <filesystem>
+
+using namespace zklock;
+using namespace zklock::test;
+
+namespace {
+
+// The lock tests' TLS server: plaintext port and TLS port, client certificates wanted.
+zk_server& tls_server()
+{
+    static zk_server server{server_options{.tick_time = 200ms, .tls = shared_tls_certs().server_tls()}};
+    return server;
+}
+
+// A TLS session trusting the test CA, with `who`'s client certificate (none when empty).
+session_config tls_config(const std::string& servers, std::string_view who = "alice",
+                          std::chrono::milliseconds session_timeout = 4000ms)
+{
+    auto c = config_for(servers, session_timeout);
+    const auto& certs = shared_tls_certs();
+    c.tls.enabled = true;
+    c.tls.ca_file = certs.ca_cert().string();
+    if (!who.empty()) {
+        c.tls.cert_file = certs.client_cert(who).string();
+        c.tls.key_file = certs.client_key(who).string();
+    }
+    return c;
+}
+
+// A unique root: the nodes of a certificate's session are writable by it alone.
+std::string unique_root(const std::string& name)
+{
+    static int counter = 0;
+    return "/zklock-tls-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+}  // namespace
+
+TEST_CASE("tls: over TLS the lock grants in queue order, and timed-out and cancelled waiters leave no node")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto servers = tls_server().tls_connect_string();
+        // Four sessions over TLS with one certificate (its nodes are writable by it alone), and a
+        // plaintext observer.
+        session a{ex, tls_config(servers)}, b{ex, tls_config(servers)}, c{ex, tls_config(servers)}, d{ex, tls_config(servers)};
+        session plain{ex, config_for(tls_server().connect_string())};
+        const std::vector<session*> all{&a, &b, &c, &d, &plain};
+        for (session* s : all) co_await connect(*s);
+        CHECK(a.state() == session_state::connected);
+        const auto path = unique_root("order") + "/lock";
+        checker chk;
+        chk.expect_queue_order(path);
+
+        mutex ma{a, path};
+        auto held = co_await ma.async_acquire(5s);
+        REQUIRE(held.owns_lock());
+        // A try from another session finds it taken.
+        mutex mt{b, path};
+        auto [tec, tl] = co_await mt.async_try_acquire(tuple);
+        CHECK(tec == errc::would_block);
+
+        // Waiters queue in this order: b, c, d; one more of c's times out, one of d's is cancelled.
+        std::vector<std::string> order;
+        int done = 0;
+        auto waiter = [&](session& s, std::string name) -> awaitable<void> {
+            mutex m{s, path};
+            auto l = co_await m.async_acquire(30s);
+            order.push_back(name);
+            co_await critical_section(chk, path, name, l, 20ms);
+            ++done;
+        };
+        std::size_t queued = 1;
+        for (auto [s, name] : {std::pair{&b, "b"}, {&c, "c"}, {&d, "d"}}) {
+            asio::co_spawn(ex, waiter(*s, name), asio::detached);
+            CHECK(co_await wait_children(plain, path, ++queued) == queued);
+        }
+        mutex mc{c, path};
+        auto [toec, tol] = co_await mc.async_acquire(300ms, tuple);
+        CHECK(toec == errc::timeout);
+        asio::cancellation_signal cancel;
+        bool cancelled = false;
+        mutex md{d, path};
+        md.async_acquire(30s, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, lease) {
+            CHECK(ec == asio::error::operation_aborted);
+            cancelled = true;
+        }));
+        CHECK(co_await wait_children(plain, path, queued + 1) == queued + 1);
+        cancel.emit(asio::cancellation_type::terminal);
+        CHECK(co_await wait_until([&] { return cancelled; }, 10s));
+        CHECK(co_await wait_children(plain, path, queued) == queued);  // both nodes gone, the timed-out one too
+
+        co_await critical_section(chk, path, "a", held, 1ms);
+        CHECK(co_await wait_until([&] { return done == 3; }, 20s));
+        CHECK(order == std::vector<std::string>{"b", "c", "d"});
+        CHECK(co_await wait_children(plain, path, 0) == 0);
+        CHECK_MESSAGE(chk.ok(), chk.report());
+
+        // The other recipes: readers together, a writer alone; a semaphore's permits.
+        const auto rw = unique_root("rw") + "/lock";
+        shared_mutex ra{a, rw}, rc{c, rw}, wd{d, rw};
+        auto r1 = co_await ra.async_acquire_shared(5s);
+        auto r2 = co_await rc.async_acquire_shared(5s);
+        CHECK((r1.owns_lock() && r2.owns_lock()));
+        auto [wec, wl] = co_await wd.async_try_acquire(tuple);
+        CHECK(wec == errc::would_block);
+        co_await r1.async_release();
+        co_await r2.async_release();
+        auto w = co_await wd.async_acquire(5s);
+        CHECK(w.owns_lock());
+        co_await w.async_release();
+        const auto sp = unique_root("sem") + "/lock";
+        semaphore sa{a, sp, 2}, sb{b, sp, 2}, sc{c, sp, 2};
+        auto p1 = co_await sa.async_acquire(5s);
+        auto p2 = co_await sb.async_acquire(5s);
+        auto [sec, p3] = co_await sc.async_try_acquire(tuple);
+        CHECK(sec == errc::would_block);
+        co_await p1.async_release();
+        co_await p2.async_release();
+        for (session* s : all) co_await s->async_close();
+    });
+}
+
+TEST_CASE("tls: a holder cut off (fault proxy) past the session timeout is told before the next grant, then recovers")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // The proxy carries TLS bytes it cannot read: the session reaches 127.0.0.1, which the
+        // server's certificate names.
+        fault_proxy proxy{tls_server().tls_port()};
+        session hs{ex, tls_config(proxy.connect_string(), "alice", 2000ms)};
+        session ws{ex, tls_config(tls_server().tls_connect_string(), "alice", 6000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        REQUIRE(hs.negotiated_timeout() == 2000ms);
+        checker c;
+        const auto path = unique_root("partition") + "/lock";
+        c.expect_queue_order(path);
+        mutex mh{hs, path}, mw{ws, path};
+        auto held = co_await mh.async_acquire(5s);
+        c.granted(path, "holder", held.fencing_token(), seq_of(held.node()));
+        bool w_granted = false, w_done = false;
+        std::int64_t w_token = 0;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto l = co_await mw.async_acquire(60s);
+            w_granted = true;
+            w_token = l.fencing_token();
+            co_await critical_section(c, path, "waiter", l, 200ms);
+            w_done = true;
+        }, asio::detached);
+        CHECK(co_await wait_children(ws, path, 2) == 2);
+
+        proxy.blackhole();
+        auto t0 = std::chrono::steady_clock::now();
+        auto [reason] = co_await held.async_wait_lost(tuple);
+        c.released(path, "holder", "lost: " + reason.message());
+        MESSAGE("holder told " << since(t0) << " s after the partition began: " << reason.message());
+        CHECK(reason == errc::session_expired);
+        CHECK(hs.generation() == 1);  // told by its own timer, still cut off
+        CHECK(co_await wait_until([&] { return w_granted; }, 15s));
+        CHECK(w_token > held.fencing_token());
+
+        proxy.pass();
+        CHECK(co_await wait_until([&] { return hs.state() == session_state::connected && hs.generation() == 2; }, 20s));
+        CHECK(co_await wait_until([&] { return w_done; }, 10s));
+        auto again = co_await mh.async_acquire(5s);
+        CHECK(again.owns_lock());
+        CHECK(again.fencing_token() > w_token);
+        co_await critical_section(c, path, "holder-again", again, 1ms);
+        CHECK(co_await wait_children(ws, path, 0) == 0);
+        CHECK_MESSAGE(c.ok(), c.report());
+        co_await hs.async_close();
+        co_await ws.async_close();
+    });
+}
+
+TEST_CASE("tls: the server restarts: the session reconnects over TLS and keeps its ZooKeeper session and lease")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms, .tls = shared_tls_certs().server_tls()}};
+        blocking_runner runner;
+        // A first host where nothing listens: it is skipped like a refused plaintext one.
+        const auto dead = free_ports(1).front();
+        session s{ex, tls_config("127.0.0.1:" + std::to_string(dead) + "," + server.tls_connect_string(), "alice", 8000ms)};
+        co_await connect(s);
+        const auto id = s.session_id();
+        mutex m{s, unique_root("restart") + "/lock"};
+        auto held = co_await m.async_acquire(5s);
+        REQUIRE(held.owns_lock());
+        co_await runner.run([&] { server.stop(); }, 30s);
+        CHECK(co_await wait_until([&] { return s.state() != session_state::connected; }, 10s));
+        co_await runner.run([&] { server.start(); }, 60s);
+        CHECK(co_await wait_until([&] { return s.state() == session_state::connected; }, 20s));
+        CHECK(s.session_id() == id);
+        CHECK(s.generation() == 1);
+        CHECK(held.status() == lease_status::held);
+        co_await held.async_release();
+        co_await s.async_close();
+    });
+}
+
+TEST_CASE("tls: each handshake failure is its own error, and none waits for the connect timeout")
+{
+    const auto& certs = shared_tls_certs();
+    using bad = tls_certs::bad_server;
+    // Connects a session with `cfg` (a long connect timeout: a result before it came from the
+    // failure itself) and returns the error and how long it took.
+    const auto attempt = [](session_config cfg) {
+        cfg.connect_timeout = 60s;
+        error_code result;
+        double took = 0;
+        run([&]() -> awaitable<void> {
+            session s{co_await asio::this_coro::executor, cfg};
+            const auto t0 = std::chrono::steady_clock::now();
+            std::tie(result) = co_await s.async_connect(tuple);
+            took = since(t0);
+            CHECK(s.state() != session_state::connected);
+            co_await s.async_close();
+        });
+        MESSAGE("failed after " << took << " s: " << result.message());
+        CHECK(took < 30.0);  // a hang would run into the 60 s connect timeout
+        CHECK(std::string(result.category().name()) == "zklock");
+        return result;
+    };
+    SUBCASE("a certificate from a CA the client does not trust")
+    {
+        zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls(bad::untrusted)}};
+        CHECK(attempt(tls_config(server.tls_connect_string())) == errc::tls_untrusted_certificate);
+    }
+    SUBCASE("the client trusts another CA than the server's")
+    {
+        auto cfg = tls_config(tls_server().tls_connect_string());
+        cfg.tls.ca_file = certs.untrusted_ca_cert().string();
+        CHECK(attempt(cfg) == errc::tls_untrusted_certificate);
+    }
+    SUBCASE("an expired certificate")
+    {
+        zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls(bad::expired)}};
+        CHECK(attempt(tls_config(server.tls_connect_string())) == errc::tls_certificate_expired);
+    }
+    SUBCASE("a certificate not valid yet")
+    {
+        zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls(bad::not_yet_valid)}};
+        CHECK(attempt(tls_config(server.tls_connect_string())) == errc::tls_certificate_expired);
+    }
+    SUBCASE("a certificate for another host: by IP address, and by name")
+    {
+        zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls(bad::wrong_host)}};
+        CHECK(attempt(tls_config(server.tls_connect_string())) == errc::tls_host_mismatch);
+        CHECK(attempt(tls_config("localhost:" + std::to_string(server.tls_port()))) == errc::tls_host_mismatch);
+        // Turned off, the chain alone is checked.
+        auto cfg = tls_config(server.tls_connect_string());
+        cfg.tls.verify_host = false;
+        run([&]() -> awaitable<void> {
+            session s{co_await asio::this_coro::executor, cfg};
+            auto [ec] = co_await s.async_connect(tuple);
+            CHECK_MESSAGE(!ec, ec.message());
+            co_await s.async_close();
+        });
+    }
+    SUBCASE("a server that wants a client certificate the session does not have")
+    {
+        zk_server server{server_options{.tick_time = 200ms,
+                                        .tls = certs.server_tls(tls_server_options::client_auth::need)}};
+        CHECK(attempt(tls_config(server.tls_connect_string(), "")) == errc::tls_client_certificate_refused);
+        // With one, it connects.
+        run([&]() -> awaitable<void> {
+            session s{co_await asio::this_coro::executor, tls_config(server.tls_connect_string(), "bob")};
+            auto [ec] = co_await s.async_connect(tuple);
+            CHECK_MESSAGE(!ec, ec.message());
+            co_await s.async_close();
+        });
+    }
+    SUBCASE("a TLS server reached in plaintext")
+    {
+        CHECK(attempt(config_for(tls_server().tls_connect_string())) == errc::tls_required);
+    }
+    SUBCASE("a plaintext server reached over TLS: known only at the connect timeout")
+    {
+        // Its connection just ends: a server going down looks the same, so it is not final.
+        auto cfg = tls_config(tls_server().connect_string());
+        cfg.connect_timeout = 1500ms;
+        error_code ec;
+        run([&]() -> awaitable<void> {
+            session s{co_await asio::this_coro::executor, cfg};
+            std::tie(ec) = co_await s.async_connect(tuple);
+            co_await s.async_close();
+        });
+        CHECK(ec == errc::tls_server_not_tls);
+    }
+    SUBCASE("files that cannot be used: tls_bad_config at once")
+    {
+        auto missing = tls_config(tls_server().tls_connect_string());
+        missing.tls.ca_file = "/nonexistent/ca.pem";
+        CHECK(attempt(missing) == errc::tls_bad_config);
+        auto mismatched = tls_config(tls_server().tls_connect_string(), "alice");
+        mismatched.tls.key_file = certs.client_key("bob").string();
+        CHECK(attempt(mismatched) == errc::tls_bad_config);
+        auto half = tls_config(tls_server().tls_connect_string(), "alice");
+        half.tls.key_file.clear();
+        CHECK(attempt(half) == errc::tls_bad_config);
+    }
+}
+
+TEST_CASE("tls: certificate identities: another certificate lists the queue but can neither queue, write nor delete")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto servers = tls_server().tls_connect_string();
+        session alice{ex, tls_config(servers, "alice")}, alice2{ex, tls_config(servers, "alice")},
+            bob{ex, tls_config(servers, "bob")}, anon{ex, tls_config(servers, "")};
+        session plain{ex, config_for(tls_server().connect_string())};
+        const std::vector<session*> all{&alice, &alice2, &bob, &anon, &plain};
+        for (session* s : all) co_await connect(*s);
+        const auto root = unique_root("x509");
+        const auto path = root + "/orders";
+        mutex ma{alice, path};
+        auto held = co_await ma.async_acquire(5s);
+        REQUIRE(held.owns_lock());
+
+        const std::vector<session*> others{&bob, &anon, &plain};
+        for (session* other : others) {
+            // Listing and reading: allowed.
+            auto [lec, listing] = co_await async_list_queue(*other, path, tuple);
+            CHECK_MESSAGE(!lec, lec.message());
+            CHECK(listing.entries.size() == 1);
+            auto [gec, data, st] = co_await other->async_get_data(held.node(), tuple);
+            CHECK_FALSE(gec);
+            // Queueing, writing a revocation request, deleting the node or the directory: not.
+            mutex mo{*other, path};
+            auto [aec, l] = co_await mo.async_acquire(2s, tuple);
+            CHECK(aec == zk_errc::no_auth);
+            auto [sec, sst] = co_await other->async_set_data(held.node(), std::string(revocation_request), -1, tuple);
+            CHECK(sec == zk_errc::no_auth);
+            auto [rec] = co_await other->async_remove(held.node(), -1, tuple);
+            CHECK(rec == zk_errc::no_auth);
+            auto [dec] = co_await other->async_remove(path, -1, tuple);
+            CHECK(dec == zk_errc::no_auth);
+        }
+        CHECK(held.status() == lease_status::held);
+        CHECK_FALSE(held.revocation_requested());
+
+        // The same certificate in another session queues behind the holder, and is granted next.
+        mutex ma2{alice2, path};
+        bool granted = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto l = co_await ma2.async_acquire(10s);
+            granted = l.owns_lock();
+            co_await l.async_release();
+        }, asio::detached);
+        CHECK(co_await wait_children(plain, path, 2) == 2);
+        co_await held.async_release();
+        CHECK(co_await wait_until([&] { return granted; }, 10s));
+        CHECK(co_await wait_children(plain, path, 0) == 0);
+        for (session* s : all) co_await s->async_close();
+    });
+}
+
+TEST_CASE("tls: a CA file that changes is read again at the next connection")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto& certs = shared_tls_certs();
+        const auto dir = std::filesystem::temp_directory_path() / ("zklock-tls-reload-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir);
+        const auto ca = dir / "ca.pem";
+        std::filesystem::copy_file(certs.untrusted_ca_cert(), ca, std::filesystem::copy_options::overwrite_existing);
+        auto cfg = tls_config(tls_server().tls_connect_string());
+        cfg.tls.ca_file = ca.string();
+        session s{ex, cfg};
+        auto [ec] = co_await s.async_connect(tuple);
+        CHECK(ec == errc::tls_untrusted_certificate);
+        // The right CA, written in place (a rotation): the same session connects.
+        std::filesystem::copy_file(certs.ca_cert(), ca, std::filesystem::copy_options::overwrite_existing);
+        auto [ec2] = co_await s.async_connect(tuple);
+        CHECK_MESSAGE(!ec2, ec2.message());
+        CHECK(s.state() == session_state::connected);
+        co_await s.async_close();
+        std::filesystem::remove_all(dir);
+    });
+}
