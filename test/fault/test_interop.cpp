@@ -6,6 +6,8 @@
 // no overlap, grants in queue order across the libraries, and no lost update.
 #include "fault_common.hpp"
 
+#include "support/tls_certs.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -99,6 +101,26 @@ std::vector<std::string> curator(const std::string& servers, const std::string& 
 {
     return {"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", curator_classpath(), "CuratorWorker", servers, path, mode,
             std::to_string(rounds), std::to_string(hold_ms), log.string()};
+}
+
+// The same over TLS, as Curator users configure it: ZooKeeper's Netty client socket and its
+// zookeeper.ssl.* properties, with `who`'s certificate (a PEM key store) and the test CA.
+std::vector<std::string> curator_tls(const std::string& servers, const std::string& path, const std::string& mode,
+                                     int rounds, int hold_ms, const fs::path& log, std::string_view who)
+{
+    const auto& certs = shared_tls_certs();
+    std::string cp = curator_classpath();
+    for (const char* jar : {"netty-buffer", "netty-codec", "netty-common", "netty-handler", "netty-resolver",
+                            "netty-transport", "netty-transport-native-epoll", "netty-transport-native-unix-common"})
+        cp += ":/usr/share/java/" + std::string(jar) + ".jar";
+    return {"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+            "-Dzookeeper.client.secure=true",
+            "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+            "-Dzookeeper.ssl.keyStore.location=" + certs.client_keystore(who).string(),
+            "-Dzookeeper.ssl.keyStore.type=PEM",
+            "-Dzookeeper.ssl.trustStore.location=" + certs.ca_cert().string(),
+            "-Dzookeeper.ssl.trustStore.type=PEM",
+            "-cp", cp, "CuratorWorker", servers, path, mode, std::to_string(rounds), std::to_string(hold_ms), log.string()};
 }
 
 std::vector<std::string> kazoo(const std::string& servers, const std::string& path, const std::string& mode, int rounds,
@@ -355,6 +377,55 @@ TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter
         co_await l.async_release(tuple);
         co_await h.async_close(tuple);
         co_await admin.async_close();
+    }, std::chrono::seconds(120));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock client waits on the same path")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-tls-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();
+    const auto& certs = shared_tls_certs();
+    zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls()}};
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // Both with alice's certificate: one x509 identity, so both may write the nodes.
+        session_config cfg = config_for(server.tls_connect_string());
+        cfg.tls.enabled = true;
+        cfg.tls.ca_file = certs.ca_cert().string();
+        cfg.tls.cert_file = certs.client_cert("alice").string();
+        cfg.tls.key_file = certs.client_key("alice").string();
+        session z{ex, cfg};
+        co_await connect(z);
+        const auto root = "/zklock-interop-tls-" + std::to_string(::getpid());
+        const auto path = root + "/lock";
+        co_await z.async_create(root, "", create_mode::persistent);
+        co_await z.async_create(path + "-counter", "0", create_mode::persistent);
+        std::vector<child> kids{spawn(curator_tls(server.tls_connect_string(), path, "mutex", 1, 1500, dir / "curator", "alice"))};
+        REQUIRE(co_await wait_children(z, path, 1, 30s) == 1);  // Curator holds the lock
+        mutex m{z, path};
+        std::int64_t granted_at = 0;
+        bool done = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto l = co_await m.async_acquire(60s);
+            granted_at = std::chrono::steady_clock::now().time_since_epoch().count();
+            auto [gec, data, st] = co_await z.async_get_data(path + "-counter", tuple);
+            CHECK(data == "1");  // Curator's write, made over TLS while it held the lock
+            co_await l.async_release();
+            done = true;
+        }, asio::detached);
+        CHECK(co_await wait_children(z, path, 2, 10s) == 2);  // we wait behind Curator
+        co_await reap(kids, 60s);
+        REQUIRE(WIFEXITED(kids[0].status));
+        CHECK(WEXITSTATUS(kids[0].status) == 0);
+        CHECK(co_await wait_until([&] { return done; }, 20s));
+        auto events = read_log(dir / "curator", "curator:0");
+        REQUIRE(events.size() == 2);
+        CHECK(events[0].grant);
+        CHECK_FALSE(events[1].grant);
+        CHECK(granted_at > events[1].t);  // granted after Curator released
+        co_await z.async_close();
     }, std::chrono::seconds(120));
     fs::remove_all(dir);
 }
