@@ -26,8 +26,8 @@ struct tls_options {
     std::string ca_dir;
     /// The client certificate (PEM; a chain, leaf first) and its private key, for servers that
     /// ask for one (ssl.clientAuth). With one, the server's x509 provider knows the session as
-    /// `x509:<subject>`, and the nodes zklock creates are writable only by that identity (see
-    /// README, "Security"). Both or neither.
+    /// `x509:<subject>`, and the nodes zklock creates are writable only by that identity and
+    /// readable by anyone (README, "TLS: what it protects"). Both or neither.
     std::string cert_file;
     std::string key_file;
     /// Check that the server's certificate names the host (on by default). Turning it off leaves

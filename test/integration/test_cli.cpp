@@ -5,6 +5,7 @@
 #include "../common.hpp"
 #include "server.hpp"
 #include "support/failure.hpp"
+#include "support/tls_certs.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -898,6 +899,53 @@ TEST_CASE("zklock cli: a host name that does not resolve, and a chroot that does
         CHECK(cl.err() == "zklock: cannot list " + path + ": the chroot " + chroot + " of " + servers +
                               " does not exist on the server (zklock does not create it)\n");
         CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
+
+TEST_CASE("zklock cli: over TLS with --tls-ca, --tls-cert, --tls-key or their variables; refusals are named")
+{
+    const auto& certs = shared_tls_certs();
+    zk_server server{server_options{.tick_time = 200ms,
+                                    .tls = certs.server_tls(tls_server_options::client_auth::need)}};
+    run([&]() -> awaitable<void> {
+        scratch s;
+        const auto servers = server.tls_connect_string();
+        const auto path = unique_path("cli-tls");
+        const std::string ca = certs.ca_cert().string(), cert = certs.client_cert("alice").string(),
+                          key = certs.client_key("alice").string();
+        process f;
+        launch(f, s, "flags", {"--servers", servers, "--tls-ca", ca, "--tls-cert", cert, "--tls-key", key, "-v", path,
+                                "--", "touch", s / "ran"});
+        CHECK(co_await finish(f) == 0);
+        CHECK_MESSAGE(fs::exists(s / "ran"), f.err());
+        process e, el;
+        const start_options env{{"ZKLOCK_TLS_CA=" + ca, "ZKLOCK_TLS_CERT=" + cert, "ZKLOCK_TLS_KEY=" + key}};
+        launch(e, s, "env", {"--servers", servers, path, "--", "touch", s / "ran-env"}, env);
+        CHECK(co_await finish(e) == 0);
+        CHECK_MESSAGE(fs::exists(s / "ran-env"), e.err());
+        launch(el, s, "env-list", {"list", "--servers", servers, path}, env);
+        CHECK(co_await finish(el) == 0);
+
+        // Refused: no client certificate; the system's CAs; a TLS-only port without --tls.
+        process n, u, p;
+        launch(n, s, "no-cert", {"--servers", servers, "--tls-ca", ca, path, "--", "true"});
+        CHECK(co_await finish(n) == st_unavailable);
+        CHECK(n.err().find("the server refused the client certificate (check --tls-cert and --tls-key)") != std::string::npos);
+        launch(u, s, "system-ca", {"--servers", servers, "--tls", path, "--", "true"});
+        CHECK(co_await finish(u) == st_unavailable);
+        CHECK(u.err().find("not signed by a trusted CA (check --tls-ca)") != std::string::npos);
+        launch(p, s, "plain", {"--servers", servers, path, "--", "true"});
+        CHECK(co_await finish(p) == st_unavailable);
+        CHECK(p.err().find("accepts only TLS on this port: add --tls") != std::string::npos);
+
+        // Usage errors, before any connection.
+        process m, h;
+        launch(m, s, "missing", {"--servers", servers, "--tls-ca", s / "nonexistent.pem", path, "--", "true"});
+        CHECK(co_await finish(m) == st_usage);
+        CHECK(m.err().find("cannot read --tls-ca file") != std::string::npos);
+        launch(h, s, "half", {"--servers", servers, "--tls-cert", cert, path, "--", "true"});
+        CHECK(co_await finish(h) == st_usage);
+        CHECK(h.err() == "zklock: --tls-cert needs --tls-key (or $ZKLOCK_TLS_KEY)\n");
     });
 }
 
