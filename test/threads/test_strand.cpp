@@ -3,12 +3,14 @@
 // ZKLOCK_SANITIZE=thread by scripts/test.sh (ZKLOCK_SANITIZERS=1) to look for data races.
 #include "../common.hpp"
 #include "support/checker.hpp"
+#include "support/tls_certs.hpp"
 #include "support/zk_server.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 using namespace zklock;
@@ -19,6 +21,13 @@ namespace {
 zk_server& thread_server()
 {
     static zk_server server{server_options{.tick_time = std::chrono::milliseconds(200)}};
+    return server;
+}
+
+zk_server& tls_thread_server()
+{
+    static zk_server server{server_options{.tick_time = std::chrono::milliseconds(200),
+                                           .tls = shared_tls_certs().server_tls()}};
     return server;
 }
 
@@ -39,12 +48,10 @@ std::int64_t seq_of(const lease& l)
     return n ? n->seq : -1;
 }
 
-}  // namespace
-
-TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many coroutines acquiring through the strands")
+// Sessions made by `make_config` (plaintext or TLS), each on a strand, 16 coroutines each.
+void contend_on_strands(const std::function<session_config()>& make_config)
 {
     asio::io_context ioc;
-    const auto servers = thread_server().connect_string();
     const auto path = unique_path("strands");
     checker c;
     c.expect_queue_order(path);
@@ -58,7 +65,7 @@ TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many corou
         // The session's coroutine runs on the strand: connects, starts its waiters (on the same
         // strand), waits for them, closes.
         asio::co_spawn(strand, [&, si, strand]() -> awaitable<void> {
-            session s{strand, config_for(servers)};
+            session s{strand, make_config()};
             co_await s.async_connect(asio::deferred);
             std::atomic<int> mine{0};
             for (int w = 0; w < per_session; ++w) {
@@ -126,4 +133,26 @@ TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many corou
                            << " cancelled by the timer");
     CHECK(c.counter(path) == written.load());
     CHECK_MESSAGE(c.ok(), c.report());
+}
+
+}  // namespace
+
+TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many coroutines acquiring through the strands")
+{
+    const auto servers = thread_server().connect_string();
+    contend_on_strands([&] { return config_for(servers); });
+}
+
+TEST_CASE("threads: the same over TLS: the bridge's relays run on the sessions' strands")
+{
+    const auto servers = tls_thread_server().tls_connect_string();
+    contend_on_strands([&] {
+        auto c = config_for(servers);
+        const auto& certs = shared_tls_certs();
+        c.tls.enabled = true;
+        c.tls.ca_file = certs.ca_cert().string();
+        c.tls.cert_file = certs.client_cert("alice").string();
+        c.tls.key_file = certs.client_key("alice").string();
+        return c;
+    });
 }
