@@ -390,3 +390,50 @@ TEST_CASE("tls: a CA file that changes is read again at the next connection")
         std::filesystem::remove_all(dir);
     });
 }
+
+TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves over TLS, keeps session and lease")
+{
+    zk_ensemble ens{3, server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000,
+                                      .tls = shared_tls_certs().server_tls()}};
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        blocking_runner runner;
+        // The holder starts on server 0 alone, then gets the whole list (set_servers keeps it on
+        // a server the list still has): it is known to be on server 0, which "cons" could not tell
+        // (it lists the plaintext port's connections only).
+        const auto first = "127.0.0.1:" + std::to_string(ens.server(0).tls_port());
+        session h{ex, tls_config(first, "alice", 10000ms)}, w{ex, tls_config(ens.tls_connect_string(), "alice", 10000ms)};
+        co_await connect(h);
+        co_await connect(w);
+        CHECK_FALSE(h.set_servers(ens.tls_connect_string()));
+        const auto id = h.session_id();
+        checker c;
+        const auto path = unique_root("move") + "/lock";
+        c.expect_queue_order(path);
+        mutex mh{h, path}, mw{w, path};
+        auto held = co_await mh.async_acquire(5s);
+        REQUIRE(held.owns_lock());
+        c.granted(path, "holder", held.fencing_token(), seq_of(held.node()));
+        CHECK(h.metrics().reconnects == 0);  // still on server 0
+        bool done = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto l = co_await mw.async_acquire(60s);
+            co_await critical_section(c, path, "waiter", l, 5ms);
+            done = true;
+        }, asio::detached);
+        CHECK(co_await wait_children(h, path, 2) == 2);
+
+        co_await runner.run([&] { ens.kill(0); }, 30s);
+        CHECK(co_await wait_until([&] { return h.metrics().reconnects >= 1 && h.state() == session_state::connected; }, 20s));
+        CHECK(h.session_id() == id);
+        CHECK(h.generation() == 1);
+        CHECK(held.status() == lease_status::held);
+        CHECK_FALSE(done);
+        c.released(path, "holder");
+        co_await held.async_release();
+        CHECK(co_await wait_until([&] { return done; }, 20s));
+        CHECK_MESSAGE(c.ok(), c.report());
+        co_await h.async_close();
+        co_await w.async_close();
+    });
+}

@@ -21,7 +21,8 @@ zk_ensemble::zk_ensemble(int n, server_options options)
       uncaught_(std::uncaught_exceptions())
 {
     if (n < 1) throw std::invalid_argument("zk_ensemble needs at least one server");
-    if (options_.tls.enabled()) throw std::invalid_argument("zk_ensemble: server_options::tls is for zk_server only");
+    if (options_.tls.enabled() && options_.dynamic_config)
+        throw std::invalid_argument("zk_ensemble: server_options::tls does not go with dynamic_config");
     if (options_.dynamic_config && options_.proxy_server_links)
         throw std::invalid_argument("zk_ensemble: dynamic_config does not go with proxy_server_links");
     // Reconfiguration is an admin operation: the test's clients may do it without credentials.
@@ -106,6 +107,15 @@ fs::path zk_ensemble::write_member(int i, std::ostringstream& cfg)
         << "admin.enableServer=false\n"
         << "4lw.commands.whitelist=*\n";
     if (options_.max_session_timeout_ms > 0) cfg << "maxSessionTimeout=" << options_.max_session_timeout_ms << "\n";
+    if (options_.tls.enabled()) {
+        const std::uint16_t tls_port = ports_.at(static_cast<std::size_t>(i)).tls;
+        cfg << "secureClientPort=" << tls_port << "\n"
+            << "secureClientPortAddress=127.0.0.1\n";
+        // ZooKeeper's PEM key store is one file: the key, then the certificate chain (the name
+        // zk_server's JVM flags give it).
+        detail::write_file(sdir / "tls-keystore.pem",
+                           detail::read_file_from(options_.tls.key) + detail::read_file_from(options_.tls.cert));
+    }
     return sdir;
 }
 
@@ -131,25 +141,27 @@ void zk_ensemble::launch(int n)
     if (options_.proxy_server_links) make_links(n);
     for (int attempt = 0;; ++attempt) {
         servers_.clear();
-        const auto ports = free_ports(3 * static_cast<std::size_t>(n));  // client, quorum, election
+        const std::size_t per = options_.tls.enabled() ? 4 : 3;  // client, quorum, election, TLS
+        const auto ports = free_ports(per * static_cast<std::size_t>(n));
         ports_.clear();
         members_.clear();
-        for (int i = 0; i < n; ++i) {
-            ports_.push_back({ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]});
-            members_.push_back(i);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+            ports_.push_back({ports[per * i], ports[per * i + 1], ports[per * i + 2],
+                              options_.tls.enabled() ? ports[per * i + 3] : std::uint16_t{0}});
+            members_.push_back(static_cast<int>(i));
         }
         for (int i = 0; i < n && options_.dynamic_config; ++i) {
             const fs::path sdir = write_dynamic_member(i, members_);
-            servers_.push_back(std::unique_ptr<zk_server>(new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_)));
+            servers_.push_back(std::unique_ptr<zk_server>(new zk_server(zk_server::member_tag{}, sdir, ports_[i].client, options_)));
         }
         for (int i = 0; i < n && !options_.dynamic_config; ++i) {
             std::ostringstream cfg;
             const fs::path sdir = write_member(i, cfg);
-            cfg << "clientPort=" << ports[3 * i] << "\n"
+            cfg << "clientPort=" << ports_[i].client << "\n"
                 << "clientPortAddress=127.0.0.1\n";
             if (n == 1) cfg << "standaloneEnabled=false\n";
             for (int k = 0; k < n; ++k) {
-                std::uint16_t quorum = ports[3 * k + 1], election = ports[3 * k + 2];
+                std::uint16_t quorum = ports_[k].quorum, election = ports_[k].election;
                 if (options_.proxy_server_links && k != i) {
                     server_link& l = link(i, k);
                     l.quorum->set_target(quorum);
@@ -162,7 +174,7 @@ void zk_ensemble::launch(int n)
             for (const auto& line : options_.extra_config) cfg << line << "\n";
             detail::write_file(sdir / "zoo.cfg", cfg.str());
             servers_.push_back(std::unique_ptr<zk_server>(
-                new zk_server(zk_server::member_tag{}, sdir, ports[3 * i], options_)));
+                new zk_server(zk_server::member_tag{}, sdir, ports_[i].client, options_, ports_[i].tls)));
         }
         if (!options_.start) return;
 
@@ -199,6 +211,16 @@ std::string zk_ensemble::connect_string() const
 }
 
 std::string zk_ensemble::connect_string(int i) const { return server(i).connect_string(); }
+
+std::string zk_ensemble::tls_connect_string() const
+{
+    std::string out;
+    for (const auto& s : servers_) {
+        if (!out.empty()) out += ',';
+        out += s->tls_connect_string();
+    }
+    return out;
+}
 
 std::string zk_ensemble::members_connect_string() const
 {

@@ -46,6 +46,9 @@ public:
     std::string connect_string() const;
     /// "127.0.0.1:Pi".
     std::string connect_string(int i) const;
+    /// With server_options::tls (not with dynamic_config): every server's TLS port, as
+    /// connect_string() lists the plaintext ones; server(i).tls_port() is one of them.
+    std::string tls_connect_string() const;
     /// Servers started so far (members or not), indexed 0..size()-1.
     int size() const { return static_cast<int>(servers_.size()); }
 
@@ -112,6 +115,7 @@ private:
         std::uint16_t client = 0;
         std::uint16_t quorum = 0;
         std::uint16_t election = 0;
+        std::uint16_t tls = 0;  // with server_options::tls: its secureClientPort
     };
 
     void launch(int n);

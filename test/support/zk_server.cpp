@@ -347,8 +347,9 @@ zk_server::zk_server(server_options options)
     }
 }
 
-zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, const server_options& options)
-    : options_(options), dir_(std::move(dir)), port_(port), member_(true), uncaught_(std::uncaught_exceptions())
+zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, const server_options& options, std::uint16_t tls_port)
+    : options_(options), dir_(std::move(dir)), port_(port), tls_port_(tls_port), member_(true),
+      uncaught_(std::uncaught_exceptions())
 {
 }
 

@@ -124,7 +124,8 @@ private:
     struct member_tag {};
     // For zk_ensemble: a quorum member whose dir (already holding zoo.cfg) the ensemble owns; it
     // runs with the ensemble's JVM options.
-    zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, const server_options& options);
+    zk_server(member_tag, std::filesystem::path dir, std::uint16_t port, const server_options& options,
+              std::uint16_t tls_port = 0);
 
     std::filesystem::path log_path() const;
     std::filesystem::path tls_keystore_path() const;
