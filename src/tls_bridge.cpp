@@ -16,6 +16,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -30,11 +31,12 @@ namespace zklock::detail {
 using asio::ip::tcp;
 
 struct tls_bridge::entry {
-    entry(asio::any_io_executor ex) : acceptor(std::move(ex)) {}
+    entry(asio::any_io_executor ex) : acceptor(ex), retry(ex) {}
     std::string name;  // "host:port" as the server list has it
     std::string host;  // without brackets
     std::vector<tcp::endpoint> endpoints;
     tcp::acceptor acceptor;
+    asio::steady_timer retry;    // a failed accept (out of descriptors) is tried again later
     tcp::endpoint front;         // the listener's address, which the C client connects to
     error_code refusal;          // this host's last handshake refusal since the last handshake that passed
 };
@@ -78,8 +80,14 @@ struct tls_bridge::link : std::enable_shared_from_this<link> {
 
 namespace {
 
-// The files' reason, or OpenSSL's.
 void log_tls(const std::string& what) { client_log(("tls: " + what).c_str()); }
+
+// Asio opens its sockets without FD_CLOEXEC: a child started by exec (zklock(1) runs one) must
+// not inherit the bridge's listeners and connections.
+void close_on_exec(int fd)
+{
+    if (int flags = ::fcntl(fd, F_GETFD); flags != -1 && !(flags & FD_CLOEXEC)) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
 
 bool is_address(const std::string& host)
 {
@@ -103,6 +111,7 @@ void tls_bridge::link::start(bool verify_host)
         if (self->ended) return;
         // Unreachable: the C client sees its connection end, as it would see a refused one.
         if (ec) return self->end();
+        close_on_exec(self->up.lowest_layer().native_handle());
         error_code ignored;
         self->up.lowest_layer().set_option(tcp::no_delay(true), ignored);
         self->up.async_handshake(asio::ssl::stream_base::client, [self](error_code ec) {
@@ -265,6 +274,7 @@ std::string tls_bridge::front(std::string_view hosts, error_code& ec)
             for (const auto& r : results) e->endpoints.push_back(r.endpoint());
             error_code aec;
             e->acceptor.open(tcp::v4(), aec);
+            if (!aec) close_on_exec(e->acceptor.native_handle());
             if (!aec) e->acceptor.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0), aec);
             if (!aec) e->acceptor.listen(asio::socket_base::max_listen_connections, aec);
             if (!aec) e->front = e->acceptor.local_endpoint(aec);
@@ -286,6 +296,7 @@ std::string tls_bridge::front(std::string_view hosts, error_code& ec)
         if (std::find(next.begin(), next.end(), e) == next.end()) {
             error_code ignored;
             e->acceptor.close(ignored);  // a link accepted from it goes on until it ends
+            e->retry.cancel();
         }
     entries_ = std::move(next);
     for (auto& e : fresh) accept(e);
@@ -297,7 +308,17 @@ void tls_bridge::accept(const std::shared_ptr<entry>& e)
     e->acceptor.async_accept([w = weak_from_this(), e](error_code ec, tcp::socket s) {
         auto self = w.lock();
         if (!self || self->shut_down_ || !e->acceptor.is_open()) return;
-        if (!ec) self->on_accepted(e, std::move(s));
+        if (ec) {
+            // Out of descriptors, most likely: not again at once.
+            e->retry.expires_after(std::chrono::milliseconds(100));
+            e->retry.async_wait([w, e](error_code ec) {
+                auto self = w.lock();
+                if (!ec && self && !self->shut_down_ && e->acceptor.is_open()) self->accept(e);
+            });
+            return;
+        }
+        close_on_exec(s.native_handle());
+        self->on_accepted(e, std::move(s));
         self->accept(e);
     });
 }
@@ -371,6 +392,7 @@ void tls_bridge::shut_down()
     for (auto& e : entries_) {
         error_code ignored;
         e->acceptor.close(ignored);
+        e->retry.cancel();
     }
     entries_.clear();
     if (link_) link_->end();

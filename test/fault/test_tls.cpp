@@ -9,6 +9,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <filesystem>
+#include <set>
+
+#include <fcntl.h>
 
 using namespace zklock;
 using namespace zklock::test;
@@ -188,11 +191,14 @@ TEST_CASE("tls: the server restarts: the session reconnects over TLS and keeps i
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        zk_server server{server_options{.tick_time = 200ms, .tls = shared_tls_certs().server_tls()}};
+        // 20 s sessions: the lease is presumed lost after 10 s without the server, and a JVM restart
+        // on a loaded machine takes seconds.
+        zk_server server{server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000,
+                                        .tls = shared_tls_certs().server_tls()}};
         blocking_runner runner;
         // A first host where nothing listens: it is skipped like a refused plaintext one.
         const auto dead = free_ports(1).front();
-        session s{ex, tls_config("127.0.0.1:" + std::to_string(dead) + "," + server.tls_connect_string(), "alice", 8000ms)};
+        session s{ex, tls_config("127.0.0.1:" + std::to_string(dead) + "," + server.tls_connect_string(), "alice", 20000ms)};
         co_await connect(s);
         const auto id = s.session_id();
         mutex m{s, unique_root("restart") + "/lock"};
@@ -435,5 +441,34 @@ TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves 
         CHECK_MESSAGE(c.ok(), c.report());
         co_await h.async_close();
         co_await w.async_close();
+    });
+}
+
+TEST_CASE("tls: the bridge's listener and connections are closed on exec")
+{
+    // A program that forks and execs must not hand them to the child, as the C client's own
+    // socket is not handed either.
+    const auto socket_fds = [] {
+        std::set<int> out;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+            std::error_code ec;
+            const auto target = std::filesystem::read_symlink(e.path(), ec);
+            if (!ec && target.string().rfind("socket:", 0) == 0) out.insert(std::stoi(e.path().filename().string()));
+        }
+        return out;
+    };
+    const auto before = socket_fds();
+    run([&]() -> awaitable<void> {
+        session s{co_await asio::this_coro::executor, tls_config(tls_server().tls_connect_string())};
+        co_await connect(s);
+        int checked = 0;
+        for (int fd : socket_fds()) {
+            if (before.contains(fd)) continue;
+            CAPTURE(fd);
+            CHECK((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+            ++checked;
+        }
+        CHECK(checked >= 4);  // the C client's socket, the listener, the accepted end, the server's
+        co_await s.async_close();
     });
 }
