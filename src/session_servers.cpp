@@ -223,6 +223,13 @@ void session_impl::install_servers()
 void session_impl::follow_ensemble()
 {
     if (!cfg_.follow_ensemble || !zh_ || state() != session_state::connected) return;
+    // The configuration names each member's plaintext client port only (its secureClientPort is
+    // not in it): a TLS session cannot take its addresses.
+    if (cfg_.tls.enabled) {
+        client_log("follow_ensemble is ignored with TLS: the ensemble's configuration lists plaintext client "
+                   "ports only (use session::set_servers)");
+        return;
+    }
     // One read per connection and per change. The new watch replaces the last one: the watch table
     // holds watches weakly, so the next event of the node reaches this one only.
     auto w = make_watch();

@@ -82,7 +82,9 @@ struct session_config {
     /// that it cannot read leaves the list as it is. Costs one read per connect and per change of
     /// the configuration; it never makes the session engaged and never keeps io_context::run()
     /// busy. For an ensemble changed by dynamic reconfiguration (reconfigEnabled=true). A list
-    /// set by hand with set_servers holds until the configuration changes again.
+    /// set by hand with set_servers holds until the configuration changes again. Ignored with
+    /// `tls`: the configuration names the members' plaintext client ports only, not their
+    /// secureClientPort (call set_servers yourself).
     bool follow_ensemble = false;
 
     /// TLS to every server of the list (off by default). See tls_options.
