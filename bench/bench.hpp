@@ -83,6 +83,7 @@ struct options {
     std::int64_t permits = 4;            // S64's semaphore
     bool w_lock_only = false;            // W: no floors (profiling)
     bool request_mix = false;            // print each run's client requests per acquisition, by type
+    bool tls = false;                    // our server with a TLS port; U, C64, W<N> again over TLS (bench/tls.cpp)
 };
 
 
@@ -118,6 +119,10 @@ struct scenario_result {
     std::vector<acquisition> acqs;  // for the plots
     std::int64_t failures = 0;
     std::string first_error;
+    // This process's CPU seconds over the measured window only (U: the timed loop; C64, W: from
+    // the first contender's start to the last one's end), and the acquisitions in it.
+    double window_cpu_s = std::nan("");
+    std::size_t window_acquisitions = 0;
 };
 
 
@@ -131,6 +136,9 @@ struct bench_ctx {
     std::string fl_host, fl_port;  // where four-letter words go
     endpoint_list fl_all;          // every server of the connect string: packet counts
     std::string server_pid;        // our own server's java process (for its CPU time), or empty
+    std::string tls_servers;       // --tls: our server's TLS port ("127.0.0.1:P")
+    zklock::tls_options tls;       // --tls: the test CA, alice's certificate
+    bool over_tls = false;         // sessions made now connect to tls_servers with `tls`
     int run = 1;
     int errors = 0;  // failures, overlapping grants, FIFO inversions, incomplete W: exit status 1
     std::vector<std::pair<std::string, scenario_result>> floors;  // of the current run, in measuring order
@@ -249,6 +257,7 @@ struct contenders_run {
     std::shared_ptr<run_state> st;
     std::shared_ptr<sampler_state> sampler;
     double requests = std::nan("");  // plan.count_requests: packets the server(s) received meanwhile
+    double cpu_s = std::nan("");     // this process's CPU seconds from the first contender's start to the last one's end
 };
 
 
@@ -335,6 +344,17 @@ asio::awaitable<scenario_result> scenario_s64(bench_ctx& c);
 /// it sends meanwhile per second, by type (the leader probe's syncs: docs/liveness.md).
 asio::awaitable<json::object> scenario_hold(bench_ctx& c);
 asio::awaitable<void> warm_up(bench_ctx& c, double seconds);
+
+// ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and the bridge's memory per session
+
+/// Reports the TLS twin of a plaintext scenario (`twin`: the same lock scenario measured over TLS
+/// on the same server right after `plain`, this run's) as "<name> tls", with ratios to plain.
+void report_tls_twin(bench_ctx& c, scenario_result twin, const scenario_result& plain);
+/// What a TLS session costs in memory over a plaintext one: N sessions connected each way.
+asio::awaitable<void> run_tls_memory(bench_ctx& c);
+/// The target of a twin's line ("target", "target_met"), from its (median) figures.
+void set_tls_target(json::object& o);
+bool is_tls_twin(const std::string& scenario);
 
 // ---- bench/report.cpp: the report: figures as JSON lines, ratios to the floor, tables, medians, plots
 

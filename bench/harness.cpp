@@ -44,7 +44,8 @@ void run_state::fail(const char* what, const error_code& ec) { fail(std::string(
 zklock::session_config session_cfg(const bench_ctx& c)
 {
     zklock::session_config cfg;
-    cfg.servers = c.servers;
+    cfg.servers = c.over_tls ? c.tls_servers : c.servers;
+    if (c.over_tls) cfg.tls = c.tls;
     return cfg;
 }
 
@@ -303,6 +304,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
         reset_server_stats(c.fl_all);
         received0 = packets_received(c.fl_all);
     }
+    const auto cpu0 = cpu_seconds();
     const std::int64_t t0 = now_ns();
     st->stop_ns = t0 + seconds_ns(run_s);
     st->bound_ns = t0 + seconds_ns(bound_s);
@@ -323,6 +325,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
                            contender_done(st));
     }
     const bool all_done = co_await wait_all(*st);
+    const auto cpu1 = cpu_seconds();
     if (c.opt.request_mix && !plan.raw && !st->acqs.empty()) print_request_mix(dir, ss, st->acqs.size());
     double requests = std::nan("");
     if (received0 && all_done)
@@ -351,7 +354,8 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     raws.clear();
     stop_sampler(*sampler);
     sampler->progress = nullptr;
-    contenders_run result{st, sampler, requests};  // not braced inside co_return/co_await (GCC 12)
+    contenders_run result{st, sampler, requests,
+                          (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second)};  // not braced inside co_return/co_await (GCC 12)
     co_return result;
 }
 

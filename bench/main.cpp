@@ -4,7 +4,7 @@
 //
 //   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|floor|all|family[,...]] [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
-//                [--hold-us N] [--permits N]
+//                [--hold-us N] [--permits N] [--tls]
 //
 // Everything runs on ONE thread: one io_context, every session and every contender on it.
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
@@ -35,7 +35,10 @@
 //    family can at best cost per acquisition.
 // With --hold-us N, every holder of C64, RW64, S64 and of the C64 floor waits N µs on a
 // steady_timer between its acquire and its release; with 0 (the default) there is no timer.
+// With --tls our server also has a TLS port, and U, C64 and W<N> each run once more over TLS right
+// after their plaintext run and floors ("U tls", ...: bench/tls.cpp).
 #include "bench.hpp"
+#include "support/tls_certs.hpp"
 
 namespace zklock_bench {
 
@@ -69,9 +72,30 @@ struct cpu_meter {
 };
 
 
+/// --tls: the lock scenario `name` again, over TLS to the same server, right after its plaintext
+/// run (`plain`) and floors.
+asio::awaitable<void> tls_twin(bench_ctx& c, const std::string& name, scenario_result& plain)
+{
+    plain.acqs.clear();
+    plain.acqs.shrink_to_fit();
+    std::fprintf(stderr, "zklock_bench: run %d: %s tls\n", c.run, name.c_str());
+    c.over_tls = true;
+    scenario_result twin;
+    const cpu_meter tls_cpu{c};
+    if (name == "U") twin = co_await scenario_u(c, false);
+    else if (name == "C64") twin = co_await scenario_c64(c, false);
+    else twin = co_await scenario_w(c, name, false);
+    twin.figs.add("client_cpu_s", tls_cpu.client_s());
+    tls_cpu.report(name + " tls");
+    c.over_tls = false;
+    report_tls_twin(c, std::move(twin), plain);
+}
+
+
 asio::awaitable<void> run_once(bench_ctx& c)
 {
     c.floors.clear();
+    bool twins = false;
     for (const auto& name : c.opt.scenarios) {
         if (name == "floor") {
             json::object o = floor_object(c);
@@ -141,6 +165,10 @@ asio::awaitable<void> run_once(bench_ctx& c)
             emit(c, o);
             print_lock_table(o, lock, nullptr, nullptr, nullptr);
             c.lines[name].push_back(std::move(o));
+            if (c.opt.tls) {
+                co_await tls_twin(c, name, lock);
+                twins = true;
+            }
             continue;
         }
         // The lock first, then the floors it is compared with.
@@ -204,7 +232,12 @@ asio::awaitable<void> run_once(bench_ctx& c)
         c.floors.emplace_back("raw " + name, std::move(raw_floor));
         c.floors.emplace_back(name, std::move(floor));
         if (name == "C64") c.floors.emplace_back("pingpong", std::move(pingpong));
+        if (c.opt.tls) {
+            co_await tls_twin(c, name, lock);
+            twins = true;
+        }
     }
+    if (twins) co_await run_tls_memory(c);
 }
 
 
@@ -215,6 +248,11 @@ asio::awaitable<void> run_all(bench_ctx& c)
         co_await ensure_path(*ss[0], c.root);
     }
     co_await warm_up(c, c.opt.warmup);
+    if (c.opt.tls) {  // the server's TLS path is hot code too
+        c.over_tls = true;
+        co_await warm_up(c, c.opt.warmup);
+        c.over_tls = false;
+    }
     if (four_letter(c.fl_host, c.fl_port, "srst").empty())
         std::fprintf(stderr, "zklock_bench: 'srst' got no answer (4lw.commands.whitelist?)\n");
     for (c.run = 1; c.run <= c.opt.repeat; ++c.run) co_await run_once(c);
@@ -263,6 +301,7 @@ int main(int argc, char** argv)
                 .jvm_heap = "512m",
                 .fast_start_jvm = false,
                 .extra_config = {"initLimit=10", "syncLimit=5"},
+                .tls = c.opt.tls ? zklock::test::shared_tls_certs().server_tls() : zklock::test::tls_server_options{},
             });
             c.servers = server->connect_string();
             fl_host = "127.0.0.1";
@@ -271,6 +310,19 @@ int main(int argc, char** argv)
                                {"forceSync", "no"},          {"maxClientCnxns", 0},     {"admin.enableServer", false},
                                {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
                                {"address", c.servers}};
+            if (c.opt.tls) {
+                // ZooKeeper's TLS needs Netty: both ports are served by it, the plaintext one too.
+                const auto& certs = zklock::test::shared_tls_certs();
+                c.tls_servers = server->tls_connect_string();
+                c.tls.enabled = true;
+                c.tls.ca_file = certs.ca_cert().string();
+                c.tls.cert_file = certs.client_cert("alice").string();
+                c.tls.key_file = certs.client_key("alice").string();
+                c.server_config["serverCnxnFactory"] = "NettyServerCnxnFactory";
+                c.server_config["secureClientPort"] = server->tls_port();
+                c.server_config["ssl.clientAuth"] = "want";
+                c.server_config["tls_address"] = c.tls_servers;
+            }
         } else {
             c.servers = c.opt.servers;
             const std::string first = c.servers.substr(0, c.servers.find_first_of(",/"));

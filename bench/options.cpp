@@ -29,7 +29,10 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("w-lock-only", po::bool_switch(&o.w_lock_only),
          "W scenarios: measure the lock alone, no floors, no ratios (as beyond W20000; for profiling)")
         ("request-mix", po::bool_switch(&o.request_mix),
-         "print (stderr) each zklock run's requests per acquisition by type, from its sessions' metrics");
+         "print (stderr) each zklock run's requests per acquisition by type, from its sessions' metrics")
+        ("tls", po::bool_switch(&o.tls),
+         "our server also gets a TLS port: U, C64 and W<N> run again over TLS after their plaintext run "
+         "(\"U tls\", ...), plus the bridge's memory per session");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -54,6 +57,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     if (o.hold_us < 0 || o.hold_us > 60'000'000) return fail("--hold-us must be in 0..60000000");
     if (o.permits < 1 || o.permits > 1'000'000) return fail("--permits must be in 1..1000000");
     if (!o.servers.empty() && o.servers.find(':') == std::string::npos) return fail("--servers wants H:P");
+    if (o.tls && !o.servers.empty()) return fail("--tls needs the benchmark's own server (no --servers)");
 
     std::vector<std::string> wanted;
     for (std::size_t pos = 0; pos <= scenario.size();) {
@@ -96,8 +100,14 @@ double watchdog_s(const options& o)
         else if (s == "RW64" || s == "S64" || s == "C64L") per_run += 2 * (2 * o.duration + 90 + hold_s);
         else if (s == "HOLD") per_run += o.duration + 30;
         else if (s[0] == 'W') per_run += 2 * (w_bound_s + 60);
+        if (o.tls) {  // the TLS twin
+            if (s == "U") per_run += 1.2 * o.duration + 30;
+            else if (s == "C64") per_run += 2 * o.duration + 90 + hold_s;
+            else if (s[0] == 'W') per_run += w_bound_s + 60;
+        }
     }
-    return o.warmup + 90 + o.repeat * per_run;
+    if (o.tls) per_run += 60;  // tls memory
+    return (o.tls ? 2 : 1) * o.warmup + 90 + o.repeat * per_run;
 }
 
 }  // namespace zklock_bench

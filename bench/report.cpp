@@ -24,6 +24,7 @@ json::value figure_value(const std::string& name, double v)
     if (is_integer_figure(name)) return static_cast<std::int64_t>(std::llround(v));
     if (name == "jain_index") return round_to(v, 6);
     if (name == "requests_per_acquisition") return round_to(v, 2);
+    if (name.ends_with("_vs_plain")) return round_to(v, 3);
     if (name.ends_with("_ms") || name.ends_with("drain_s")) return round_to(v, 3);
     return round_to(v, 1);
 }
@@ -244,7 +245,12 @@ void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_re
 void print_medians(bench_ctx& c)
 {
     std::printf("==== medians of %d runs ====\n", c.opt.repeat);
-    std::vector<std::string> order = c.opt.scenarios;
+    std::vector<std::string> order;
+    for (const auto& name : c.opt.scenarios) {
+        order.push_back(name);
+        order.push_back(name + " tls");  // --tls: its twin, if it has one
+    }
+    order.push_back("tls memory");
     for (const auto& name : order) {
         auto it = c.lines.find(name);
         if (it == c.lines.end() || it->second.empty()) continue;
@@ -275,6 +281,7 @@ void print_medians(bench_ctx& c)
         for (auto& o : runs) objs.push_back(&o);
         fold(m, objs);
         m["median_of"] = static_cast<std::int64_t>(runs.size());
+        if (is_tls_twin(name)) set_tls_target(m);
         emit(c, m);
         std::printf("%s (median of %zu)\n", name.c_str(), runs.size());
         for (auto& [k, v] : m) {

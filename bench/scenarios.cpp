@@ -107,6 +107,7 @@ asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw)
     auto ex = co_await asio::this_coro::executor;
     auto sampler = start_sampler(ex, [&acqs] { return std::to_string(acqs.size()) + " cycles"; });
     sampler_guard guard{sampler};
+    const auto cpu0 = cpu_seconds();
     const std::int64_t t0 = now_ns(), end = t0 + seconds_ns(c.opt.duration);
     std::int64_t t1 = t0;
     while (now_ns() < end && fails.n < 100) {
@@ -114,6 +115,9 @@ asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw)
         t1 = now_ns();
         if (a) acqs.push_back(*a);
     }
+    const auto cpu1 = cpu_seconds();
+    r.window_cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+    r.window_acquisitions = acqs.size();
     stop_sampler(*sampler);
     sampler->progress = nullptr;  // it refers to acqs
     co_await remove_dir(s, dir);
@@ -196,6 +200,8 @@ asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw
     auto by_grant = std::move(st->acqs);
     zklock_bench::sort_by_grant(by_grant);
     check(c, r, *st, by_grant);
+    r.window_cpu_s = run.cpu_s;
+    r.window_acquisitions = by_grant.size();
     using zklock_bench::percentile;
     const auto h = zklock_bench::handoffs_us(by_grant);
     const auto w = zklock_bench::waits(by_grant, 1e3);
@@ -338,6 +344,8 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     auto by_grant = std::move(st->acqs);
     zklock_bench::sort_by_grant(by_grant);
     check(c, r, *st, by_grant);
+    r.window_cpu_s = run.cpu_s;
+    r.window_acquisitions = by_grant.size();
     using zklock_bench::percentile;
     const auto w = zklock_bench::waits(by_grant, 1e6);
     std::int64_t last = 0;

@@ -60,6 +60,7 @@ struct tls_bridge::link : std::enable_shared_from_this<link> {
     void start(bool verify_host);
     void pump_to_server();
     void pump_to_client();
+    std::size_t decrypt_buffered(std::size_t used);
     void refused(error_code ec, bool handshake_done)
     {
         if (auto b = bridge.lock()) {
@@ -140,6 +141,24 @@ void tls_bridge::link::pump_to_server()
     });
 }
 
+// The server writes each reply and watch event as a TLS record of its own, and one read of the
+// socket often brings several; a read of the stream returns one record's plaintext. The records
+// already read are decrypted here too (never reading the socket), so that they reach the C client
+// in one write and one wake-up, not one each. A record still incomplete is left to the next read.
+std::size_t tls_bridge::link::decrypt_buffered(std::size_t used)
+{
+    SSL* ssl = up.native_handle();
+    std::size_t added = 0;
+    while (used + added < to_client.size() && (SSL_pending(ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0)) {
+        ERR_clear_error();
+        const int r = SSL_read(ssl, to_client.data() + used + added, static_cast<int>(to_client.size() - used - added));
+        if (r <= 0) break;  // incomplete, or an alert or an error: the next read of the stream meets it
+        added += static_cast<std::size_t>(r);
+    }
+    ERR_clear_error();
+    return added;
+}
+
 void tls_bridge::link::pump_to_client()
 {
     up.async_read_some(asio::buffer(to_client), [self = shared_from_this()](error_code ec, std::size_t n) {
@@ -151,6 +170,7 @@ void tls_bridge::link::pump_to_client()
             return self->end();
         }
         self->heard = true;
+        n += self->decrypt_buffered(n);
         asio::async_write(self->down, asio::buffer(self->to_client.data(), n), [self](error_code ec, std::size_t) {
             if (self->ended) return;
             if (ec) return self->end();
