@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace zklock::detail {
@@ -52,8 +53,9 @@ struct tls_bridge::link : std::enable_shared_from_this<link> {
     std::shared_ptr<asio::ssl::context> ctx;  // outlives `up`, which refers to it
     tcp::socket down;                         // the C client's connection
     asio::ssl::stream<tcp::socket> up;        // the server's
-    std::array<char, 65536> to_server{};
-    std::array<char, 65536> to_client{};
+    // A TLS record holds 16 KiB at most; the C client's requests are small.
+    std::array<char, 16384> to_server{};
+    std::array<char, 16384> to_client{};
     bool ended = false;
     bool heard = false;  // a byte came from the server after the handshake
 
@@ -192,7 +194,7 @@ std::shared_ptr<tls_bridge> tls_bridge::create(asio::any_io_executor ex, tls_opt
 {
     std::shared_ptr<tls_bridge> b(new tls_bridge(std::move(ex), std::move(options), std::move(h)));
     std::vector<file_stamp> st = b->stamps();
-    b->ctx_ = b->load();
+    b->ctx_ = b->load(st);
     if (!b->ctx_) {
         ec = errc::tls_bad_config;
         return nullptr;
@@ -218,7 +220,29 @@ std::vector<tls_bridge::file_stamp> tls_bridge::stamps() const
     return out;
 }
 
-std::shared_ptr<asio::ssl::context> tls_bridge::load() const
+std::shared_ptr<asio::ssl::context> tls_bridge::load(const std::vector<file_stamp>& stamps) const
+{
+    // One context per set of files as they are now, shared by the sessions of the process that
+    // use them (a context holds the parsed CA store: with the system's CAs, hundreds of KB).
+    // Sessions of several threads make theirs: the table has a lock; a context itself is safe to
+    // share (OpenSSL makes SSL objects from it on any thread).
+    struct cached {
+        std::vector<file_stamp> stamps;
+        std::weak_ptr<asio::ssl::context> ctx;
+    };
+    static std::mutex mutex;
+    static std::vector<cached> table;
+    std::lock_guard lock(mutex);
+    std::erase_if(table, [](const cached& c) { return c.ctx.expired(); });
+    for (const auto& c : table)
+        if (c.stamps == stamps)
+            if (auto ctx = c.ctx.lock()) return ctx;
+    auto ctx = make_context();
+    if (ctx) table.push_back({stamps, ctx});
+    return ctx;
+}
+
+std::shared_ptr<asio::ssl::context> tls_bridge::make_context() const
 {
     auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
     SSL_CTX* native = ctx->native_handle();
@@ -257,7 +281,7 @@ std::shared_ptr<asio::ssl::context> tls_bridge::context()
 {
     std::vector<file_stamp> now = stamps();
     if (now == stamps_) return ctx_;
-    if (auto fresh = load()) {
+    if (auto fresh = load(now)) {
         ctx_ = std::move(fresh);
         log_tls("certificate files changed: reloaded");
     } else {

@@ -84,8 +84,10 @@ private:
     };
 
     tls_bridge(asio::any_io_executor ex, tls_options options, hooks h);
-    /// Builds a context from the files as they are now; nullptr (and the reason logged) if not.
-    std::shared_ptr<asio::ssl::context> load() const;
+    /// The context for the files as `stamps` saw them: the process's one if another session made
+    /// it, else made now; nullptr (and the reason logged) if they do not load.
+    std::shared_ptr<asio::ssl::context> load(const std::vector<file_stamp>& stamps) const;
+    std::shared_ptr<asio::ssl::context> make_context() const;
     std::vector<file_stamp> stamps() const;
     /// The context for a new link: the files are read again if one of them changed.
     std::shared_ptr<asio::ssl::context> context();
