@@ -95,9 +95,9 @@ error_code session_impl::start_handle()
     static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
                                              ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
     zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
-    // zookeeper_init resolves every host name (getaddrinfo, on this thread), skips those that do
-    // not resolve and fails when none does (errno ENOENT, or EINVAL for other getaddrinfo
-    // errors). The list was validated first, so any failure but ENOMEM is that one.
+    // The list is resolved first (resolve_servers, on this thread): the C client is handed
+    // numeric addresses, so zookeeper_init fails only for want of memory (or, should a numeric
+    // address not parse, as for a name that does not resolve).
     const split_servers parts = split_chroot(cfg_.servers);
     error_code ec;
     if (tls_) tls_->forget_refusals();

@@ -181,9 +181,14 @@ void session_impl::probe_for_tls()
         if (!self || !tls || handles != self->handles_ || !self->zh_) return;
         client_log((server + " speaks only TLS: connection dropped (see session_config::tls)").c_str());
         self->refused_ = errc::tls_required;
-        self->tls_only_.push_back(server);
-        if (self->tls_only_.size() >= server_entries(self->installed_servers_).size())
-            self->on_tls_refused(errc::tls_required);
+        // (Two probes of one server may have been in flight.)
+        if (std::find(self->tls_only_.begin(), self->tls_only_.end(), server) == self->tls_only_.end())
+            self->tls_only_.push_back(server);
+        // (The installed list may name its first address twice: see resolve_servers.)
+        auto entries = server_entries(self->installed_servers_);
+        std::sort(entries.begin(), entries.end());
+        entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+        if (self->tls_only_.size() >= entries.size()) self->on_tls_refused(errc::tls_required);
     });
 }
 

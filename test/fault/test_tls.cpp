@@ -7,11 +7,17 @@
 #include "support/tls_certs.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
+#include <array>
 #include <filesystem>
 #include <set>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 using namespace zklock;
 using namespace zklock::test;
@@ -288,9 +294,12 @@ TEST_CASE("tls: each handshake failure is its own error, and none waits for the 
             co_await s.async_close();
         });
     }
-    SUBCASE("a TLS server reached in plaintext")
+    SUBCASE("a TLS server reached in plaintext: one, and a list of two")
     {
         CHECK(attempt(config_for(tls_server().tls_connect_string())) == errc::tls_required);
+        zk_server second{server_options{.tick_time = 200ms, .tls = certs.server_tls()}};
+        CHECK(attempt(config_for(tls_server().tls_connect_string() + "," + second.tls_connect_string())) ==
+              errc::tls_required);
     }
     SUBCASE("a plaintext server reached over TLS: known only at the connect timeout")
     {
@@ -469,6 +478,53 @@ TEST_CASE("tls: the bridge's listener and connections are closed on exec")
             ++checked;
         }
         CHECK(checked >= 4);  // the C client's socket, the listener, the accepted end, the server's
+        co_await s.async_close();
+    });
+}
+
+TEST_CASE("tls: the bridge carries the C client's connection only: another process's is closed unanswered")
+{
+    // The listening sockets of this process on the loopback address.
+    const auto listeners = [] {
+        std::set<std::uint16_t> out;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+            const int fd = std::stoi(e.path().filename().string());
+            int listening = 0;
+            socklen_t len = sizeof listening;
+            sockaddr_in a{};
+            socklen_t alen = sizeof a;
+            if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+                ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0 && a.sin_family == AF_INET &&
+                a.sin_addr.s_addr == htonl(INADDR_LOOPBACK))
+                out.insert(ntohs(a.sin_port));
+        }
+        return out;
+    };
+    const auto before = listeners();
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session s{ex, tls_config(tls_server().tls_connect_string())};
+        co_await connect(s);
+        std::vector<std::uint16_t> fronts;
+        for (auto p : listeners())
+            if (!before.contains(p)) fronts.push_back(p);
+        REQUIRE(fronts.size() == 1);
+        // A stranger connects to the bridge's listener and sends a ZooKeeper ConnectRequest.
+        asio::ip::tcp::socket stranger{ex};
+        co_await stranger.async_connect({asio::ip::address_v4::loopback(), fronts[0]}, asio::deferred);
+        std::array<unsigned char, 48> request{};
+        request[3] = 44;  // the frame's length; the rest (protocol 0, zxid 0, timeout 0, ...) zero
+        co_await asio::async_write(stranger, asio::buffer(request), asio::deferred);
+        std::array<char, 64> reply{};
+        auto [ec, n] = co_await stranger.async_read_some(asio::buffer(reply), tuple);
+        // Closed, not carried to the server: a reset, as our request was left unread.
+        CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
+        CHECK(n == 0);
+        // The session's own connection is untouched.
+        CHECK(s.state() == session_state::connected);
+        CHECK(s.metrics().reconnects == 0);
+        auto [eec, st] = co_await s.async_exists("/", tuple);
+        CHECK_FALSE(eec);
         co_await s.async_close();
     });
 }
