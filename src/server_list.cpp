@@ -27,6 +27,14 @@ std::vector<std::string_view> server_entries(std::string_view hosts)
     return out;
 }
 
+std::pair<std::string, std::string> host_and_port(std::string_view entry)
+{
+    const std::size_t colon = entry.rfind(':');
+    std::string_view host = entry.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return {std::string(host), std::string(entry.substr(colon + 1))};
+}
+
 bool same_entries(std::string_view a, std::string_view b)
 {
     auto x = server_entries(a), y = server_entries(b);

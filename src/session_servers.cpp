@@ -50,15 +50,6 @@ bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) noexcept
     return false;
 }
 
-// The entry "host:port" or "[v6]:port" (validated) as getaddrinfo's host and service.
-std::pair<std::string, std::string> host_and_port(std::string_view entry)
-{
-    const std::size_t colon = entry.rfind(':');
-    std::string_view host = entry.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return {std::string(host), std::string(entry.substr(colon + 1))};
-}
-
 }  // namespace
 
 session_impl::pending_list session_impl::resolve_servers(std::string_view hosts, error_code& ec)

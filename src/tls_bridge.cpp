@@ -92,6 +92,19 @@ void close_on_exec(int fd)
     if (int flags = ::fcntl(fd, F_GETFD); flags != -1 && !(flags & FD_CLOEXEC)) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
+// Whether `s`'s peer is the socket `fd` (a loopback IPv4 one): its local address is the peer's.
+bool connected_to(const tcp::socket& s, int fd)
+{
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    error_code ec;
+    const tcp::endpoint peer = s.remote_endpoint(ec);
+    if (ec || fd == -1 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 || local.ss_family != AF_INET)
+        return false;
+    const auto& in = reinterpret_cast<const sockaddr_in&>(local);
+    return tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port)) == peer;
+}
+
 bool is_address(const std::string& host)
 {
     error_code ec;
@@ -306,14 +319,12 @@ std::string tls_bridge::front(std::string_view hosts, error_code& ec)
         } else {
             e = std::make_shared<entry>(ex_);
             e->name = std::string(name);
-            const std::size_t colon = name.rfind(':');
-            std::string_view host = name.substr(0, colon);
-            if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-            e->host = std::string(host);
+            auto [host, port] = host_and_port(name);
+            e->host = std::move(host);
             // As the C client resolves its list: once, here, on the calling thread.
             tcp::resolver resolver(ex_);
             error_code rec;
-            auto results = resolver.resolve(e->host, std::string(name.substr(colon + 1)), rec);
+            auto results = resolver.resolve(e->host, port, rec);
             if (rec || results.empty()) continue;  // left out, as the C client leaves it out
             for (const auto& r : results) e->endpoints.push_back(r.endpoint());
             error_code aec;
@@ -369,42 +380,22 @@ void tls_bridge::accept(const std::shared_ptr<entry>& e)
 
 void tls_bridge::on_accepted(const std::shared_ptr<entry>& e, tcp::socket s)
 {
-    // Only the C client's own socket is carried: its local address must be the peer's.
-    const int fd = hooks_.client_fd ? hooks_.client_fd() : -1;
-    sockaddr_storage local{};
-    socklen_t len = sizeof local;
-    error_code ec;
-    const tcp::endpoint peer = s.remote_endpoint(ec);
-    if (ec || fd == -1 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 || local.ss_family != AF_INET)
-        return;
-    const auto& in = reinterpret_cast<const sockaddr_in&>(local);
-    const tcp::endpoint client(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
-    if (client != peer) return;  // someone else on this host: closed unanswered
+    // Only the C client's own socket is carried.
+    if (!connected_to(s, hooks_.client_fd ? hooks_.client_fd() : -1)) return;  // someone else: closed unanswered
     if (link_) link_->end();
+    error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     auto l = std::make_shared<link>(ex_, context(), std::move(s));
     l->bridge = weak_from_this();
     l->e = e;
     link_ = l;
-    ++links_;
     l->start(options_.verify_host);
 }
 
 void tls_bridge::client_socket_changed(int fd)
 {
     if (!link_) return;
-    bool same = false;
-    if (fd != -1 && !link_->ended) {
-        sockaddr_storage local{};
-        socklen_t len = sizeof local;
-        error_code ec;
-        const tcp::endpoint peer = link_->down.remote_endpoint(ec);
-        if (!ec && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 && local.ss_family == AF_INET) {
-            const auto& in = reinterpret_cast<const sockaddr_in&>(local);
-            same = tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port)) == peer;
-        }
-    }
-    if (!same) {
+    if (link_->ended || !connected_to(link_->down, fd)) {
         link_->end();
         link_.reset();
     }

@@ -59,8 +59,6 @@ public:
     /// Closes every listener and link (the session is closed or shut down).
     void shut_down();
 
-    /// Links carried so far.
-    std::uint64_t links() const noexcept { return links_; }
     /// The latest handshake refusal since the last handshake that passed (empty: none). A
     /// connection that ended in the handshake counts here (errc::tls_server_not_tls), not
     /// towards `all_refused`: it may be a server going down.
@@ -103,7 +101,6 @@ private:
     std::vector<file_stamp> stamps_;  // of the files ctx_ was loaded from
     std::vector<std::shared_ptr<entry>> entries_;
     std::shared_ptr<link> link_;  // the one carried now, if any
-    std::uint64_t links_ = 0;
     error_code last_refusal_;
     bool shut_down_ = false;
 };

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 
 using namespace zklock;
 using namespace zklock::detail;
@@ -19,6 +20,14 @@ TEST_CASE("server lists: the chroot is cut off, and \"/\" counts as none")
     s = split_chroot("h1:1/");
     CHECK(s.hosts == "h1:1");
     CHECK(s.chroot.empty());
+}
+
+TEST_CASE("server lists: an entry as a resolver's host and service, IPv6 without brackets")
+{
+    CHECK(host_and_port("zk1.example:2181") == std::pair<std::string, std::string>{"zk1.example", "2181"});
+    CHECK(host_and_port("127.0.0.1:0010") == std::pair<std::string, std::string>{"127.0.0.1", "0010"});
+    CHECK(host_and_port("[::1]:2181") == std::pair<std::string, std::string>{"::1", "2181"});
+    CHECK(host_and_port("[fe80::1%lo]:2181") == std::pair<std::string, std::string>{"fe80::1%lo", "2181"});
 }
 
 TEST_CASE("server lists: entries compare in any order, repeats ignored")

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace zklock::detail {
@@ -19,6 +20,10 @@ split_servers split_chroot(std::string_view servers) noexcept;
 
 /// The "host:port" entries of a host list (no chroot), in order, empty ones left out.
 std::vector<std::string_view> server_entries(std::string_view hosts);
+
+/// An entry "host:port" or "[v6]:port" (validated) as a resolver's host and service: the host
+/// without brackets.
+std::pair<std::string, std::string> host_and_port(std::string_view entry);
 
 /// Whether two host lists (no chroot) hold the same entries, in any order and with any repeats.
 bool same_entries(std::string_view a, std::string_view b);
