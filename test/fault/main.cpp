@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "support/doctest_listener.hpp"
+#include "support/doctest_run.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -41,5 +42,5 @@ int main(int argc, char** argv)
     }
     doctest::Context ctx;
     ctx.applyCommandLine(static_cast<int>(args.size()), args.data());
-    return ctx.run();
+    return zklock::test::run_doctest(ctx, static_cast<int>(args.size()), args.data());
 }

@@ -710,7 +710,7 @@ TEST_CASE("durations: the largest values saturate instead of overflowing, bad on
     });
 }
 
-TEST_CASE("one answer to one question: a zero timeout tries once everywhere; bad paths are invalid_path")
+TEST_CASE("one answer to one question: a zero timeout tries once everywhere, bad paths are invalid_path")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;

@@ -238,7 +238,7 @@ TEST_CASE("cohort: cancellation and timeouts of local waiters at every phase lea
     });
 }
 
-TEST_CASE("cohort: a session loss reaches every local holder and waiter; the lock passes on")
+TEST_CASE("cohort: a session loss reaches every local holder and waiter, the lock passes on")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -430,7 +430,7 @@ TEST_CASE("cohort: a revocation request a local holder reads first still stops t
     revocation_stops_local_handoffs(true);
 }
 
-TEST_CASE("cohort: readers of one session share one node; a writer of another session gets its turn")
+TEST_CASE("cohort: readers of one session share one node, a writer of another session gets its turn")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;

@@ -900,7 +900,7 @@ TEST_CASE("fault 9b: our node and our predecessor deleted while we were cut off:
     });
 }
 
-TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion alone; one further back lists")
+TEST_CASE("handoff: the waiter next to the head takes the lock on the deletion alone, one further back lists")
 {
     // Three in line: h holds, w1 waits on h, w2 waits on w1, each of w1 and w2 through a proxy that
     // counts its listings. w1's listing showed h as the oldest node: nothing older can appear, so

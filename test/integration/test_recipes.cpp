@@ -247,7 +247,7 @@ TEST_CASE("semaphore: at most N holders, FIFO, one waiter woken per release, cou
     });
 }
 
-TEST_CASE("semaphore: an object reads the stored count once; a lock path found gone gets it again")
+TEST_CASE("semaphore: an object reads the stored count once, a lock path found gone gets it again")
 {
     run([]() -> awaitable<void> {
         auto ss = co_await open_sessions(1);

@@ -1,8 +1,9 @@
 // Self-test of the test-support layer: real ZooKeeper servers, an ensemble and the fault proxy.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include "support/doctest_listener.hpp"
+#include "support/doctest_run.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/frame_scanner.hpp"
 #include "support/process_util.hpp"
@@ -991,7 +992,7 @@ TEST_CASE("zk_ensemble isolate: a cut-off leader is replaced by the others and s
     CHECK(mode_of(zk, old_leader) == "follower");
 }
 
-TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others keep their leader; heal")
+TEST_CASE("zk_ensemble isolate: a cut-off follower stops serving, the others keep their leader, heal")
 {
     auto t = steady::now();
     zk_ensemble zk(3, partition_options());
@@ -1252,4 +1253,11 @@ TEST_CASE("TLS probe: plaintext on the TLS port and a ClientHello on plaintext p
     auto [status, out] = s_client(plain_zk.port(), certs.ca_cert(), "alice");
     MESSAGE("s_client to a plaintext server:\n" << out);
     CHECK(status != 0);
+}
+
+int main(int argc, char** argv)
+{
+    doctest::Context ctx;
+    ctx.applyCommandLine(argc, argv);
+    return zklock::test::run_doctest(ctx, argc, argv);
 }

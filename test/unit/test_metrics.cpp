@@ -164,7 +164,7 @@ TEST_CASE("to_prometheus: HELP and TYPE once per family, _total counters, cumula
     CHECK(text.back() == '\n');
 }
 
-TEST_CASE("to_prometheus: label values are escaped; several sessions share each family once")
+TEST_CASE("to_prometheus: label values are escaped, several sessions share each family once")
 {
     detail::metrics_state st;
     st.acquire_started(lock_kind::exclusive, "/odd\"path\\x\ny");

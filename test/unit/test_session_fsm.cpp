@@ -43,7 +43,7 @@ TEST_CASE("session_fsm: connect, generations, and who is told")
     CHECK(f.check_connected(2) == error_code(errc::session_expired));  // not ours: another generation
 }
 
-TEST_CASE("session_fsm: cut off, the expiry is presumed a tenth of the timeout early; reconnecting in time keeps the generation")
+TEST_CASE("session_fsm: cut off, the expiry is presumed a tenth of the timeout early, reconnecting in time keeps the generation")
 {
     auto f = connected_fsm();
     f.on_heard(t0 + 500ms);
@@ -152,7 +152,7 @@ TEST_CASE("session_fsm: engaged, the leader's evidence rules: doubt at T/3, pres
     CHECK_FALSE(f.on_presume_timer(t0 + 5s).presumed_expired);
 }
 
-TEST_CASE("session_fsm: a doubt ends with fresh evidence; evidence too old to matter changes nothing")
+TEST_CASE("session_fsm: a doubt ends with fresh evidence, evidence too old to matter changes nothing")
 {
     auto f = connected_fsm();
     f.on_engaged(true, t0);
@@ -204,7 +204,7 @@ TEST_CASE("session_fsm: cut off while engaged, the leader's evidence comes befor
     CHECK(*e.presume_at == t0 + 5s);
 }
 
-TEST_CASE("session_fsm: nothing engaged, nothing is probed or presumed while connected; disengaging ends a doubt")
+TEST_CASE("session_fsm: nothing engaged, nothing is probed or presumed while connected, disengaging ends a doubt")
 {
     auto f = connected_fsm();
     CHECK_FALSE(f.engaged());
