@@ -62,6 +62,7 @@ session_impl::pending_list session_impl::resolve_servers(std::string_view hosts,
             tls_bridge::hooks h;
             h.client_fd = [this] { return fd_; };  // the bridge lives no longer than this session
             h.all_refused = [this](error_code why) { on_tls_refused(why); };
+            h.client_socket_replaced = [this] { drive(); };
             tls_ = tls_bridge::create(ex_, cfg_.tls, std::move(h), ec);
             if (ec) return l;
         }
@@ -159,7 +160,16 @@ bool session_impl::peer_listed(const pending_list& l) const
 {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
-    if (fd_ == -1 || ::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+    if (fd_ == -1) return false;
+    if (const auto front = tls_ ? tls_->carried_front() : std::nullopt) {
+        // The client's socket is the bridge's local pair: the bridge knows which listener it came by.
+        auto& in = reinterpret_cast<sockaddr_in&>(peer);
+        in.sin_family = AF_INET;
+        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        in.sin_port = htons(front->port());
+    } else if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+        return false;
+    }
     return std::any_of(l.addresses.begin(), l.addresses.end(),
                        [&](const server_address& a) { return same_address(a.addr, peer); });
 }

@@ -6,6 +6,7 @@
 #include <zklock/detail/server_list.hpp>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -18,6 +19,8 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -43,16 +46,18 @@ struct tls_bridge::entry {
 };
 
 struct tls_bridge::link : std::enable_shared_from_this<link> {
-    link(asio::any_io_executor ex, std::shared_ptr<asio::ssl::context> c, tcp::socket s)
-        : ctx(std::move(c)), down(std::move(s)), up(std::move(ex), *ctx)
+    link(asio::any_io_executor ex, std::shared_ptr<asio::ssl::context> c, tcp::socket accepted)
+        : ctx(std::move(c)), first(std::move(accepted)), down(ex), up(std::move(ex), *ctx)
     {
     }
 
     std::weak_ptr<tls_bridge> bridge;
     std::shared_ptr<entry> e;
     std::shared_ptr<asio::ssl::context> ctx;  // outlives `up`, which refers to it
-    tcp::socket down;                         // the C client's connection
-    asio::ssl::stream<tcp::socket> up;        // the server's
+    tcp::socket first;                        // the C client's TCP connection: what it sent before the swap
+    asio::local::stream_protocol::socket down;  // the C client's side since the swap
+    ino_t client_inode = 0;                     // of the socket the C client holds since the swap
+    asio::ssl::stream<tcp::socket> up;          // the server's
     // A TLS record holds 16 KiB at most; the C client's requests are small.
     std::array<char, 16384> to_server{};
     std::array<char, 16384> to_client{};
@@ -61,6 +66,8 @@ struct tls_bridge::link : std::enable_shared_from_this<link> {
 
     void start(bool verify_host);
     void pump_to_server();
+    template <class Stream>
+    void forward_to_server(Stream& from);
     void pump_to_client();
     std::size_t decrypt_buffered(std::size_t used);
     void refused(error_code ec, bool handshake_done)
@@ -76,6 +83,7 @@ struct tls_bridge::link : std::enable_shared_from_this<link> {
         if (ended) return;
         ended = true;
         error_code ignored;
+        first.close(ignored);
         down.close(ignored);
         up.lowest_layer().close(ignored);
     }
@@ -143,10 +151,24 @@ void tls_bridge::link::start(bool verify_host)
     });
 }
 
+// What the C client sent on its TCP connection before the swap goes first: that connection ends
+// (the swap closed the client's side) once it has been read.
 void tls_bridge::link::pump_to_server()
 {
-    down.async_read_some(asio::buffer(to_server), [self = shared_from_this()](error_code ec, std::size_t n) {
+    if (first.is_open()) forward_to_server(first);
+    else forward_to_server(down);
+}
+
+template <class Stream>
+void tls_bridge::link::forward_to_server(Stream& from)
+{
+    from.async_read_some(asio::buffer(to_server), [self = shared_from_this(), &from](error_code ec, std::size_t n) {
         if (self->ended) return;
+        if (ec == asio::error::eof && static_cast<void*>(&from) == static_cast<void*>(&self->first)) {
+            error_code ignored;
+            self->first.close(ignored);
+            return self->pump_to_server();
+        }
         if (ec) return self->end();
         asio::async_write(self->up, asio::buffer(self->to_server.data(), n), [self](error_code ec, std::size_t) {
             if (self->ended) return;
@@ -381,24 +403,52 @@ void tls_bridge::accept(const std::shared_ptr<entry>& e)
 void tls_bridge::on_accepted(const std::shared_ptr<entry>& e, tcp::socket s)
 {
     // Only the C client's own socket is carried.
-    if (!connected_to(s, hooks_.client_fd ? hooks_.client_fd() : -1)) return;  // someone else: closed unanswered
+    const int fd = hooks_.client_fd ? hooks_.client_fd() : -1;
+    if (!connected_to(s, fd)) return;  // someone else: closed unanswered
     if (link_) link_->end();
-    error_code ec;
-    s.set_option(tcp::no_delay(true), ec);
+    link_.reset();
+    // The C client's socket becomes one end of a local socket pair, the bridge holds the other:
+    // the bytes between them skip the loopback TCP stack. The swap happens under the same
+    // number (the client keeps using it), and closes the client's side of the TCP connection.
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) return;  // the client sees its connection end
+    struct ::stat st {};
+    if (::dup3(sv[0], fd, O_CLOEXEC) == -1 || ::fstat(fd, &st) != 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        return;
+    }
+    ::close(sv[0]);
     auto l = std::make_shared<link>(ex_, context(), std::move(s));
+    error_code ec;
+    l->down.assign(asio::local::stream_protocol(), sv[1], ec);
+    if (ec) {
+        ::close(sv[1]);
+        return;
+    }
+    l->client_inode = st.st_ino;
     l->bridge = weak_from_this();
     l->e = e;
     link_ = l;
     l->start(options_.verify_host);
+    // The session's reactor registration was for the socket the swap closed.
+    if (hooks_.client_socket_replaced) hooks_.client_socket_replaced();
 }
 
 void tls_bridge::client_socket_changed(int fd)
 {
     if (!link_) return;
-    if (link_->ended || !connected_to(link_->down, fd)) {
+    struct ::stat st {};
+    if (link_->ended || fd == -1 || ::fstat(fd, &st) != 0 || st.st_ino != link_->client_inode) {
         link_->end();
         link_.reset();
     }
+}
+
+std::optional<tcp::endpoint> tls_bridge::carried_front() const
+{
+    if (!link_ || link_->ended) return std::nullopt;
+    return link_->e->front;
 }
 
 void tls_bridge::on_refused(const std::shared_ptr<entry>& e, error_code ec, bool certain)

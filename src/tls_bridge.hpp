@@ -2,9 +2,10 @@
 //
 // The C client is handed loopback addresses, one listener per host of the server list. When it
 // connects to one, the bridge accepts the connection only if its peer is the C client's own
-// socket (the session says which socket that is), opens TCP and then TLS to that host, and
-// carries the bytes both ways, on the session's executor, with no thread of its own. One link at
-// a time: the C client has one socket, and a link whose socket is no longer the client's ends.
+// socket (the session says which socket that is). It then puts one end of a local socket pair
+// under the client's socket number, opens TCP and then TLS to that host, and carries the bytes
+// both ways, on the session's executor, with no thread of its own. One link at a time: the C
+// client has one socket, and a link whose socket is no longer the client's ends.
 //
 // A failed handshake ends the link (the C client sees its connection end and tries the next
 // host) and is reported with the zklock error that says why; once every host of the list failed
@@ -37,6 +38,9 @@ public:
         std::function<int()> client_fd;
         /// Every host of the list refused the handshake in a row; `ec` is the latest refusal.
         std::function<void(error_code ec)> all_refused;
+        /// The C client's socket was replaced under its number (by the bridge's own end of a
+        /// local socket pair): the session registers it with its reactor again.
+        std::function<void()> client_socket_replaced;
     };
 
     /// Loads the files of `options`; errc::tls_bad_config (and the reason in the client log) if
@@ -55,6 +59,9 @@ public:
 
     /// The C client's socket is now `fd` (-1: none): a link carrying another socket ends.
     void client_socket_changed(int fd);
+
+    /// The listener whose connection is carried now (none: no link).
+    std::optional<asio::ip::tcp::endpoint> carried_front() const;
 
     /// Closes every listener and link (the session is closed or shut down).
     void shut_down();
