@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The second command of the README: installs what is missing, builds, runs the whole test suite
 # (every test starts the ZooKeeper servers it needs on free loopback ports).
-#   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~25 min on 2 cores): the fault storm for
+#   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~20 min on 2 cores): the fault storm for
 #                        60 s, the suite under ASan+UBSan (leaks checked), the threaded tests under
 #                        TSan, the fuzz targets under libFuzzer. .ci/run sets it.
 set -euo pipefail
