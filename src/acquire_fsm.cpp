@@ -1,41 +1,38 @@
 #include <zklock/detail/acquire_fsm.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 
 namespace zklock::detail {
 
+grant_rule rule_of(const queue_policy& policy) noexcept
+{
+    constexpr kind_set locks = kind_bit(node_kind::exclusive) | kind_bit(node_kind::shared);
+    constexpr kind_set all = locks | kind_bit(node_kind::permit);
+    switch (policy.kind) {
+    case node_kind::exclusive: return {all, 1, locks, true, true, true};
+    case node_kind::shared: return {kind_bit(node_kind::exclusive), 1, locks, true, true, false};
+    case node_kind::permit: return {kind_bit(node_kind::permit), policy.permits, kind_bit(node_kind::permit), false, false, false};
+    }
+    return {};
+}
+
 verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_policy& policy)
 {
-    switch (policy.kind) {
-    case node_kind::exclusive:
-        if (own == 0) return {true, 0};
-        return {false, own - 1};
-    case node_kind::shared:
-        for (std::size_t i = own; i-- > 0;)
-            if (q[i].kind == node_kind::exclusive) return {false, i};
-        return {true, 0};
-    case node_kind::permit: {
-        // Only permit nodes count; the node `permits` permit-places before us is the one to watch.
-        std::size_t before = 0;
-        for (std::size_t i = own; i-- > 0;) {
-            if (q[i].kind != node_kind::permit) continue;
-            if (++before == policy.permits) return {false, i};
-        }
-        return {true, 0};
-    }
-    }
-    return {false, 0};
+    const grant_rule rule = rule_of(policy);
+    std::uint32_t counted = 0;
+    for (std::size_t i = own; i-- > 0;)
+        if ((rule.counts & kind_bit(q[i].kind)) && ++counted == rule.window) return {false, i};
+    return {true, 0};
 }
 
 namespace {
 
 // scan_queue on the listing's sorted index: the same result, by binary search; nullopt when a
 // node shares our sequence number (then the pass decides).
-std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, std::uint64_t own_id, const queue_policy& policy)
+std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, std::uint64_t own_id, const grant_rule& rule)
 {
     scan_result r;
     r.size = l.children();
@@ -59,34 +56,59 @@ std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, 
     // Nodes with our sequence number but another name count as before us, as in the pass.
     r.position = pos;
     r.has_successor = std::any_of(at + 1, ix.by_seq.end(), [&](std::uint32_t i) { return nodes[i].seq > own.seq; });
-    const std::size_t permits_before = ix.permits_before[pos];
-    r.recipe_mismatch = policy.kind == node_kind::permit ? permits_before != pos : permits_before != 0;
+    r.recipe_mismatch = l.sorted(rule.compatible).before[pos] != pos;
     if (r.recipe_mismatch) return r;
-    std::int64_t pred = -1;  // a sorted position
-    switch (policy.kind) {
-    case node_kind::exclusive:
-        if (pos > 0) pred = static_cast<std::int64_t>(pos) - 1;
-        break;
-    case node_kind::shared: pred = ix.prev_exclusive[pos]; break;
-    case node_kind::permit:
-        if (policy.permits > 0 && permits_before >= policy.permits) pred = ix.permits[permits_before - policy.permits];
-        break;
-    }
-    if (pred < 0) {
+    const auto& counted = l.sorted(rule.counts);
+    const std::uint32_t before = counted.before[pos];
+    if (rule.window == 0 || before < rule.window) {
         r.acquired = true;
         return r;
     }
-    const auto& w = nodes[ix.by_seq[static_cast<std::size_t>(pred)]];
+    const std::uint32_t pred = counted.positions[before - rule.window];  // a sorted position
+    const auto& w = nodes[ix.by_seq[pred]];
     r.watch = l.name(w);
     r.watch_kind = w.kind;
     r.watch_is_head = pred == 0;
-    if (policy.kind == node_kind::exclusive && pred > 0) {
-        const auto& a = nodes[ix.by_seq[static_cast<std::size_t>(pred - 1)]];
+    if (rule.lookahead && before > rule.window) {
+        const auto& a = nodes[ix.by_seq[counted.positions[before - rule.window - 1]]];
         r.ahead = l.name(a);
         r.ahead_kind = a.kind;
     }
     return r;
 }
+
+// The k counted nodes nearest before ours, in one pass over an unsorted listing: a min-heap on
+// the sequence number. Past the first k nodes, a node enters only if it is nearer than the
+// farthest kept, which in a listing in no particular order is rare: one comparison per node.
+class nearest {
+public:
+    explicit nearest(std::size_t k) : k_(k) {}
+    void offer(const listing::node& n)
+    {
+        if (k_ == 0) return;
+        if (heap_.size() < k_) {
+            heap_.push_back(&n);
+            std::push_heap(heap_.begin(), heap_.end(), later);
+        } else if (n.seq > heap_.front()->seq) {
+            std::pop_heap(heap_.begin(), heap_.end(), later);
+            heap_.back() = &n;
+            std::push_heap(heap_.begin(), heap_.end(), later);
+        }
+    }
+    std::size_t size() const noexcept { return heap_.size(); }
+    /// The farthest kept (the k-th nearest once k are kept).
+    const listing::node* farthest() const noexcept { return heap_.front(); }
+    void drop_farthest()
+    {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+    }
+
+private:
+    static bool later(const listing::node* a, const listing::node* b) noexcept { return a->seq > b->seq; }
+    std::size_t k_;
+    boost::container::small_vector<const listing::node*, 4> heap_;  // no allocation for the usual windows
+};
 
 }  // namespace
 
@@ -96,16 +118,14 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
     r.size = l.children();
     const auto own = parse_queue_view(own_name);
     if (!own) return r;
+    const grant_rule rule = rule_of(policy);
     // A listing that serves many acquires is sorted once; the first one scans it in one pass.
     l.count_scan();
     if (l.scans() > 1)
-        if (auto sr = scan_sorted(l, *own, own_id, policy)) return *sr;
+        if (auto sr = scan_sorted(l, *own, own_id, rule)) return *sr;
     std::int64_t head_seq = own->seq;
-    const listing::node* pred = nullptr;  // exclusive: the node just before us; shared: the nearest writer
-    const listing::node* pred2 = nullptr;  // exclusive: the node just before `pred`
-    // Permits: the `permits` youngest permit nodes before us, oldest on top.
-    using entry = std::pair<std::int64_t, const listing::node*>;
-    std::priority_queue<entry, std::vector<entry>, std::greater<>> permits;
+    // The `window` counted nodes nearest before ours, and with look-ahead the one before those.
+    nearest near(rule.window == 0 ? 0 : rule.window + (rule.lookahead ? 1 : 0));
     for (const auto& n : l.nodes()) {
         if (n.seq == own->seq && l.name(n) == own_name) {
             r.found = true;
@@ -118,42 +138,24 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
             continue;
         }
         ++r.position;
-        if ((n.kind == node_kind::permit) != (policy.kind == node_kind::permit)) r.recipe_mismatch = true;
-        switch (policy.kind) {
-        case node_kind::exclusive:
-            if (!pred || n.seq > pred->seq) {
-                pred2 = pred;
-                pred = &n;
-            } else if (!pred2 || n.seq > pred2->seq) {
-                pred2 = &n;
-            }
-            break;
-        case node_kind::shared:
-            if (n.kind == node_kind::exclusive && (!pred || n.seq > pred->seq)) pred = &n;
-            break;
-        case node_kind::permit:
-            if (n.kind != node_kind::permit) break;
-            if (permits.size() < policy.permits) permits.emplace(n.seq, &n);
-            else if (policy.permits > 0 && n.seq > permits.top().first) {
-                permits.pop();
-                permits.emplace(n.seq, &n);
-            }
-            break;
-        }
+        const kind_set bit = kind_bit(n.kind);
+        if (!(rule.compatible & bit)) r.recipe_mismatch = true;
+        if (rule.counts & bit) near.offer(n);
     }
     if (!r.found || r.recipe_mismatch) return r;
-    if (policy.kind == node_kind::permit && permits.size() == policy.permits && policy.permits > 0) pred = permits.top().second;
-    if (!pred) {
+    if (rule.window == 0 || near.size() < rule.window) {
         r.acquired = true;
         return r;
     }
+    if (near.size() > rule.window) {
+        r.ahead = l.name(*near.farthest());
+        r.ahead_kind = near.farthest()->kind;
+        near.drop_farthest();
+    }
+    const listing::node* pred = near.farthest();
     r.watch = l.name(*pred);
     r.watch_kind = pred->kind;
     r.watch_is_head = pred->seq == head_seq;
-    if (pred2 && policy.kind == node_kind::exclusive) {
-        r.ahead = l.name(*pred2);
-        r.ahead_kind = pred2->kind;
-    }
     return r;
 }
 
@@ -367,6 +369,7 @@ acquire_fsm::action acquire_fsm::stat_candidate()
 acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool arming)
 {
     const std::string_view own_name = base_name(own_);
+    const grant_rule rule = rule_of(policy_);
     auto r = scan_queue(children, own_name, id_, policy_);
     if (!r.found) {
         // Our node is gone although our session lives: someone deleted it.
@@ -404,14 +407,13 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         a = wait_event();
     } else {
         watched_ = join_path(*dir_, r.watch);
-        // Head of our listing: nothing older can ever appear, so its deletion grants us the lock.
-        // (Not for permits: a permit waiter needs fewer than N nodes ahead, which one deletion
-        // does not tell.)
-        watched_clear_ = r.watch_is_head && policy_.kind != node_kind::permit;
-        // An exclusive node may leave with a handoff mark that says it was the head (permits
-        // never use marks: a permit holder is not the head, and a permit waiter watches a node
-        // several places ahead).
-        watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && policy_.kind != node_kind::permit;
+        // Head of our listing: nothing older can ever appear, so its deletion grants us the lock
+        // (where the rule allows it: see grant_rule::head_handoff).
+        watched_clear_ = r.watch_is_head && rule.head_handoff;
+        // An exclusive node may leave with a handoff mark that says it was the head (where the
+        // rule allows marks: not for permits, whose holder is not the head and whose waiter
+        // watches a node several places ahead).
+        watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && rule.marks;
         listed_size_ = r.size;
         // Our own node needs a watch only if this wait may end without any further request (a
         // mark read checks our node in the same round trip). A look-ahead's wait may: in a queue
@@ -420,7 +422,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         // not two; in a longer one arming sets it.
         own_watched_ = watched_clear_;
         ahead_.clear();
-        if (!watched_clear_ && !r.ahead.empty() && policy_.kind == node_kind::exclusive &&
+        if (!watched_clear_ && !r.ahead.empty() && rule.lookahead &&
             r.size <= max_queue_for_lookahead) {
             ahead_ = join_path(*dir_, r.ahead);
             ahead_kind_ = r.ahead_kind;

@@ -384,9 +384,10 @@ private:
         bool behind = false;
         for (const auto& c : children) {
             const auto v = parse_queue_view(c);
-            // Behind us: a later node. For a shared turn only one that our readers block (a
-            // writer, or a reader behind a writer: then the writer is there too).
-            if (v && own && v->seq > own->seq && (!shared_ || v->kind != node_kind::shared)) {
+            // Behind us: a later node that our node blocks, one whose grant rule counts our kind
+            // (behind a shared turn a writer, or a reader behind a writer: then the writer is
+            // there too).
+            if (v && own && v->seq > own->seq && (rule_of(queue_policy{v->kind}).counts & kind_bit(own->kind))) {
                 behind = true;
                 break;
             }

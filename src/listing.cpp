@@ -26,25 +26,27 @@ const listing::index& listing::sorted() const
     ix->by_seq.resize(n);
     for (std::uint32_t i = 0; i < n; ++i) ix->by_seq[i] = i;
     std::sort(ix->by_seq.begin(), ix->by_seq.end(), [&](std::uint32_t a, std::uint32_t b) { return nodes_[a].seq < nodes_[b].seq; });
-    ix->prev_exclusive.resize(n);
-    ix->permits_before.resize(n);
-    std::int32_t last_exclusive = -1;
-    std::uint32_t permits = 0;
-    for (std::uint32_t p = 0; p < n; ++p) {
-        ix->prev_exclusive[p] = last_exclusive;
-        ix->permits_before[p] = permits;
-        const node& x = nodes_[ix->by_seq[p]];
-        if (x.kind == node_kind::exclusive) last_exclusive = static_cast<std::int32_t>(p);
-        if (x.kind == node_kind::permit) {
-            ix->permits.push_back(p);
-            ++permits;
-        }
-    }
     ix->by_id.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) ix->by_id.emplace_back(nodes_[i].id, i);
     std::sort(ix->by_id.begin(), ix->by_id.end());
     index_ = std::move(ix);
     return *index_;
+}
+
+const listing::kind_index& listing::sorted(kind_set kinds) const
+{
+    auto& slot = kind_index_[kinds & 7];
+    if (slot) return *slot;
+    const auto& ix = sorted();
+    auto k = std::make_unique<kind_index>();
+    const auto n = static_cast<std::uint32_t>(ix.by_seq.size());
+    k->before.resize(n);
+    for (std::uint32_t p = 0; p < n; ++p) {
+        k->before[p] = static_cast<std::uint32_t>(k->positions.size());
+        if (kinds & kind_bit(nodes_[ix.by_seq[p]].kind)) k->positions.push_back(p);
+    }
+    slot = std::move(k);
+    return *slot;
 }
 
 void listing::add(std::string_view child)

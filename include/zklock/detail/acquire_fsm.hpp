@@ -68,6 +68,29 @@ struct queue_policy {
     bool count_known = false;               ///< permit: the path's stored count was verified before
 };
 
+/// The one grant rule every recipe is an instance of. A node holds when fewer than `window`
+/// nodes of the kinds `counts` are before it in the queue; a waiter watches the `window`-th
+/// nearest of them (its deletion is the first change that can make the count fall below the
+/// window). A node of a kind outside `compatible` before ours is another recipe on the same path:
+/// errc::recipe_mismatch. The flags say which listing-free handoffs the rule allows (see
+/// acquire_fsm): the deletion of a watched head grants (`head_handoff`, only with a window of
+/// one: with more, one deletion does not say how many are left), an exclusive node watched may
+/// leave a handoff mark (`marks`), and an exclusive waiter may watch the node ahead of the one it
+/// waits on (`lookahead`).
+struct grant_rule {
+    kind_set counts = 0;
+    std::uint32_t window = 1;
+    kind_set compatible = 0;
+    bool head_handoff = false;
+    bool marks = false;
+    bool lookahead = false;
+};
+
+/// The rule of a policy: mutex and writer, every node counts, window one (the node just
+/// before); reader, only exclusive nodes count (the nearest writer); permit, only permit nodes
+/// count, window the permit count (the permit node `permits` places before ours).
+grant_rule rule_of(const queue_policy& policy) noexcept;
+
 /// The data a semaphore's lock path stores: its permit count.
 std::string permit_count_data(std::uint32_t permits);
 
@@ -83,10 +106,7 @@ struct verdict {
     std::size_t watch = 0;
 };
 
-/// Exclusive: held at the head; else watch the node just before us.
-/// Shared:    held when no exclusive node is before us; else watch the nearest exclusive before us.
-/// Permit:    held when fewer than `permits` permit nodes are before us; else watch the permit node
-///            `permits` places before us (so each release wakes exactly one waiter).
+/// rule_of(policy) on a sorted queue (the reference the unit tests hold scan_queue to).
 verdict evaluate(const std::vector<queue_node>& queue, std::size_t own, const queue_policy& policy);
 
 /// What one listing says about our node, from scan_queue().
@@ -96,8 +116,8 @@ struct scan_result {
     std::string_view watch;      ///< when blocked: the child to wait on
     node_kind watch_kind = node_kind::exclusive;
     bool watch_is_head = false;  ///< when blocked: no queue node is older than `watch`
-    /// Exclusive, when blocked and `watch` is not the head: the node just before `watch` (the one
-    /// whose departure may make `watch` the head: see acquire_fsm's look-ahead).
+    /// A rule with look-ahead, when blocked and `watch` is not the head: the node just before
+    /// `watch` (the one whose departure may make `watch` the head: see acquire_fsm's look-ahead).
     std::string_view ahead;
     node_kind ahead_kind = node_kind::exclusive;
     std::size_t position = 0;    ///< queue nodes before ours

@@ -42,13 +42,19 @@ public:
     /// The queue sorted once, for a listing that serves many acquires (a coalesced one): built on
     /// first use, then each acquire finds its place by binary search instead of a pass.
     struct index {
-        std::vector<std::uint32_t> by_seq;       ///< node indexes in sequence order
-        std::vector<std::int32_t> prev_exclusive;  ///< per sorted position: the nearest exclusive before it, or -1
-        std::vector<std::uint32_t> permits;      ///< sorted positions of permit nodes
-        std::vector<std::uint32_t> permits_before;  ///< per sorted position: permit nodes before it
+        std::vector<std::uint32_t> by_seq;  ///< node indexes in sequence order
         std::vector<std::pair<std::uint64_t, std::uint32_t>> by_id;  ///< (attempt id, node index), sorted
     };
+    /// For one set of kinds: where its nodes are in sequence order, and how many are before each
+    /// sorted position (a grant rule's count, answered without a pass).
+    struct kind_index {
+        std::vector<std::uint32_t> positions;  ///< sorted positions of the nodes of those kinds
+        std::vector<std::uint32_t> before;     ///< per sorted position: those nodes before it
+    };
     const index& sorted() const;
+    /// Built on first use per set (a listing serves at most a few: a rule's counted kinds and
+    /// its compatible ones).
+    const kind_index& sorted(kind_set kinds) const;
     /// How many times this listing was scanned (the first scan is one pass; later ones use sorted()).
     std::size_t scans() const noexcept { return scans_; }
     void count_scan() const noexcept { ++scans_; }
@@ -59,6 +65,7 @@ private:
     std::size_t children_ = 0;
     mutable std::size_t scans_ = 0;
     mutable std::unique_ptr<index> index_;
+    mutable std::unique_ptr<kind_index> kind_index_[8];
 };
 
 }  // namespace zklock::detail

@@ -40,6 +40,13 @@ enum class node_kind : char {
     permit = 's',     ///< a semaphore permit
 };
 
+/// A set of node kinds (a bit each).
+using kind_set = std::uint8_t;
+constexpr kind_set kind_bit(node_kind k) noexcept
+{
+    return k == node_kind::exclusive ? 1 : k == node_kind::shared ? 2 : 4;
+}
+
 /// Which library made a queue node. zklock recognises the lock nodes of Apache Curator 5.x and
 /// Kazoo 2.x as contenders, in sequence order, with their kinds (see parse_queue_view).
 enum class lock_library : char { zklock, curator, kazoo };
