@@ -4,6 +4,7 @@
 #include "lease_state.hpp"
 #include "session_impl.hpp"
 
+#include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/basic_lock.hpp>
 

@@ -29,6 +29,7 @@
 #include "lease_state.hpp"
 #include "session_impl.hpp"
 
+#include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/path.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>

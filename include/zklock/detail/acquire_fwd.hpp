@@ -2,7 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
-#include <zklock/detail/acquire_fsm.hpp>
+#include <zklock/detail/queue_policy.hpp>
 #include <zklock/detail/session_fwd.hpp>
 #include <zklock/lease.hpp>
 
