@@ -222,8 +222,7 @@ acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string&
         state_ = state::creating_parents;
         return {ak::create_parents, *dir_, {}, {}};
     }
-    if (is_retryable(ec)) return wait_connected(state::reading_count);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::reading_count)) return *a;
     return finish(ec);
 }
 
@@ -236,8 +235,7 @@ acquire_fsm::action acquire_fsm::on_count_claimed(error_code ec)
     }
     // Someone wrote first, or the path went: read again.
     if (ec == zk_errc::bad_version || ec == zk_errc::no_node) return read_count();
-    if (is_retryable(ec)) return wait_connected(state::reading_count);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::reading_count)) return *a;
     return finish(ec);
 }
 
@@ -269,6 +267,13 @@ acquire_fsm::action acquire_fsm::finish(error_code ec)
 {
     state_ = state::done;
     return {ak::done, {}, ec, {}};
+}
+
+std::optional<acquire_fsm::action> acquire_fsm::retry_or_lost(const error_code& ec, state resume)
+{
+    if (is_retryable(ec)) return wait_connected(resume);
+    if (ends_session(ec)) return on_session_lost(ec);
+    return std::nullopt;
 }
 
 acquire_fsm::action acquire_fsm::wait_connected(state resume)
@@ -319,7 +324,7 @@ acquire_fsm::action acquire_fsm::on_created(error_code ec, std::string created_p
         own_unknown_ = true;
         return wait_connected(state::listing);
     }
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (ends_session(ec)) return on_session_lost(ec);
     return finish(abort_ ? abort_ : ec);
 }
 
@@ -333,7 +338,7 @@ acquire_fsm::action acquire_fsm::on_parents_created(error_code ec)
         resume_ = state::creating_parents;
         return {ak::wait_connected, {}, {}, {}};
     }
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (ends_session(ec)) return on_session_lost(ec);
     return finish(ec);
 }
 
@@ -447,8 +452,7 @@ acquire_fsm::action acquire_fsm::on_listed(error_code ec, const listing& childre
         if (abort_) return remove();
         return evaluate_queue(children, state_ == state::arming_list);
     }
-    if (is_retryable(ec)) return wait_connected(state::listing);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::listing)) return *a;
     if (ec == zk_errc::no_node && own_unknown_) {  // the directory is gone, and so is any node of ours
         own_unknown_ = false;
         return abort_ ? finish(abort_) : create();
@@ -471,8 +475,7 @@ acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool
         candidates_.clear();
         return abort_ ? remove() : list();
     }
-    if (is_retryable(ec)) return wait_connected(state::statting);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::statting)) return *a;
     if (ec == zk_errc::no_node) {
         // Gone between the listing and the stat: deleted by someone (ours or not, it is no longer
         // there to hold anything). Look at the next candidate.
@@ -503,8 +506,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
     if (abort_) return remove();
     if (!ec) return wait_event();
     if (ec == zk_errc::no_node) return list();  // it went before we could watch it: look again
-    if (is_retryable(ec)) return wait_connected(state::listing);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::listing)) return *a;
     return fail(ec);
 }
 
@@ -588,8 +590,7 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
                 return finish({});
             }
         }
-        if (is_retryable(ec)) return wait_connected(state::listing);
-        if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+        if (auto a = retry_or_lost(ec, state::listing)) return *a;
         if (watch_spent_) return list();
         // Nothing learned (a child change came between, or the node ahead left without a mark):
         // wait as without the look-ahead; the deletion of the node we wait on decides.
@@ -613,15 +614,14 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
         }
         return list();
     }
-    if (is_retryable(ec)) return wait_connected(state::listing);
-    if (ec == zk_errc::session_expired || ec == zk_errc::closing) return on_session_lost(ec);
+    if (auto a = retry_or_lost(ec, state::listing)) return *a;
     return list();  // no_auth (a path we may not read), no_node...: the listing says what to do
 }
 
 acquire_fsm::action acquire_fsm::on_removed(error_code ec)
 {
     if (state_ != state::removing) return {};
-    if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing) {
+    if (!ec || ec == zk_errc::no_node || ends_session(ec)) {
         own_.clear();
         return finish(abort_);
     }

@@ -21,6 +21,16 @@ const char* to_string(lease_status s) noexcept
 
 namespace zklock::detail {
 
+namespace {
+// The node's session is over (from the server, or as the session object reports it): the node
+// went with it.
+bool session_over(const error_code& ec) noexcept
+{
+    return ends_session(ec) || ec == errc::session_closed || ec == errc::session_expired;
+}
+}  // namespace
+
+
 lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
                          std::string mark_dir, std::chrono::steady_clock::time_point granted)
     : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir)),
@@ -276,9 +286,7 @@ private:
         if (!ec) return done({});
         // Connection loss and the session's end: as for the delete (the same multi again once
         // connected: if it was applied, it now fails on our node, which is gone).
-        if (is_retryable(ec) || ec == errc::not_connected || ec == zk_errc::session_expired ||
-            ec == zk_errc::closing || ec == errc::session_closed || ec == errc::session_expired)
-            return on_removed(ec);
+        if (is_retryable(ec) || ec == errc::not_connected || session_over(ec)) return on_removed(ec);
         if (results.size() == 2 && results[1].ec == zk_errc::no_node) return done({});  // gone already
         mark_dir_.clear();  // the mark was refused (no_auth on the lock path...): delete plainly
         start();
@@ -286,9 +294,7 @@ private:
 
     void on_removed(error_code ec)
     {
-        if (!ec || ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == zk_errc::closing ||
-            ec == errc::session_closed || ec == errc::session_expired)
-            return done({});
+        if (!ec || ec == zk_errc::no_node || session_over(ec)) return done({});
         if (is_retryable(ec) || ec == errc::not_connected) {
             // Again once connected within the node's session; if that session is over, so is the node.
             return s_->wait_connected(generation_, [self = shared_from_this()](error_code ec2) {

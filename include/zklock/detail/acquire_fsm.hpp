@@ -61,6 +61,13 @@
 
 namespace zklock::detail {
 
+/// Whether a request's error means the session is over (expired, or closing): our ephemeral
+/// nodes are gone with it.
+inline bool ends_session(const error_code& ec) noexcept
+{
+    return ec == zk_errc::session_expired || ec == zk_errc::closing;
+}
+
 /// The data a semaphore's lock path stores: its permit count.
 std::string permit_count_data(std::uint32_t permits);
 
@@ -275,6 +282,10 @@ private:
     action remove();
     action finish(error_code ec);
     action wait_connected(state resume);
+    /// A request failed with `ec`: wait for the connection and resume at `resume` (a connection
+    /// error), or end as the session did (expired, closing); nullopt for any other error, which
+    /// the caller's state decides.
+    std::optional<action> retry_or_lost(const error_code& ec, state resume);
     action evaluate_queue(const listing& children, bool arming = false);
     action wait_event();  // waiting, with the look-ahead watch if there is one
     action find_own(const listing& children);
