@@ -101,7 +101,7 @@ void session_impl::update_fd(int fd)
     reading_ = writing_ = out_registered_ = false;
     fd_ = fd;
     fd_inode_ = ino;
-    if (tls_) tls_->client_socket_changed(fd);
+    if (tls_) tls_->client_socket_changed(fd, ino);
     if (fd != -1) {
         // The C client opens its sockets without SOCK_CLOEXEC: a child started by exec (zklock(1)
         // runs one) must not inherit the connection.

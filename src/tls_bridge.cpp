@@ -410,22 +410,18 @@ void tls_bridge::on_accepted(const std::shared_ptr<entry>& e, tcp::socket s)
     // The C client's socket becomes one end of a local socket pair, the bridge holds the other:
     // the bytes between them skip the loopback TCP stack. The swap happens under the same
     // number (the client keeps using it), and closes the client's side of the TCP connection.
+    // Without a swap, `s` closes with the link: the client sees its connection end and tries again.
     int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) return;  // the client sees its connection end
-    struct ::stat st {};
-    if (::dup3(sv[0], fd, O_CLOEXEC) == -1 || ::fstat(fd, &st) != 0) {
-        ::close(sv[0]);
-        ::close(sv[1]);
-        return;
-    }
-    ::close(sv[0]);
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) return;
     auto l = std::make_shared<link>(ex_, context(), std::move(s));
     error_code ec;
     l->down.assign(asio::local::stream_protocol(), sv[1], ec);
-    if (ec) {
-        ::close(sv[1]);
-        return;
-    }
+    if (ec) ::close(sv[1]);
+    const bool swapped = !ec && ::dup3(sv[0], fd, O_CLOEXEC) != -1;
+    ::close(sv[0]);
+    if (!swapped) return;
+    struct ::stat st {};
+    ::fstat(fd, &st);  // a descriptor just made by dup3
     l->client_inode = st.st_ino;
     l->bridge = weak_from_this();
     l->e = e;
@@ -435,11 +431,10 @@ void tls_bridge::on_accepted(const std::shared_ptr<entry>& e, tcp::socket s)
     if (hooks_.client_socket_replaced) hooks_.client_socket_replaced();
 }
 
-void tls_bridge::client_socket_changed(int fd)
+void tls_bridge::client_socket_changed(int fd, ino_t inode)
 {
     if (!link_) return;
-    struct ::stat st {};
-    if (link_->ended || fd == -1 || ::fstat(fd, &st) != 0 || st.st_ino != link_->client_inode) {
+    if (link_->ended || fd == -1 || inode != link_->client_inode) {
         link_->end();
         link_.reset();
     }

@@ -57,8 +57,9 @@ public:
     /// A new C handle starts: refusals seen before count no more.
     void forget_refusals();
 
-    /// The C client's socket is now `fd` (-1: none): a link carrying another socket ends.
-    void client_socket_changed(int fd);
+    /// The C client's socket is now `fd` (-1: none) with inode `inode`: a link carrying another
+    /// socket ends.
+    void client_socket_changed(int fd, ino_t inode);
 
     /// The listener whose connection is carried now (none: no link).
     std::optional<asio::ip::tcp::endpoint> carried_front() const;
