@@ -30,7 +30,6 @@ bool session_over(const error_code& ec) noexcept
 }
 }  // namespace
 
-
 lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
                          std::string mark_dir, std::chrono::steady_clock::time_point granted)
     : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir)),

@@ -203,6 +203,8 @@ private:
         sockaddr_storage addr{};
         socklen_t len = 0;
     };
+    /// 127.0.0.1:`port`, where the TLS bridge listens for the C client.
+    static server_address loopback(std::uint16_t port);
     /// A list set by set_servers that the C client does not have yet.
     struct pending_list {
         std::string numeric;  // "ip:port,..." as the C client reads it (IPv6 without brackets)

@@ -52,6 +52,17 @@ bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) noexcept
 
 }  // namespace
 
+session_impl::server_address session_impl::loopback(std::uint16_t port)
+{
+    server_address s;
+    auto& in = reinterpret_cast<sockaddr_in&>(s.addr);
+    in.sin_family = AF_INET;
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    in.sin_port = htons(port);
+    s.len = sizeof in;
+    return s;
+}
+
 session_impl::pending_list session_impl::resolve_servers(std::string_view hosts, error_code& ec)
 {
     ec = {};
@@ -68,15 +79,8 @@ session_impl::pending_list session_impl::resolve_servers(std::string_view hosts,
         }
         l.numeric = tls_->front(hosts, ec);
         if (ec) return l;
-        for (std::string_view entry : server_entries(l.numeric)) {
-            server_address s;
-            auto& in = reinterpret_cast<sockaddr_in&>(s.addr);
-            in.sin_family = AF_INET;
-            in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(std::string(entry.substr(entry.rfind(':') + 1)))));
-            s.len = sizeof in;
-            l.addresses.push_back(s);
-        }
+        for (std::string_view entry : server_entries(l.numeric))
+            l.addresses.push_back(loopback(static_cast<std::uint16_t>(std::stoi(std::string(entry.substr(entry.rfind(':') + 1))))));
     }
     // Resolved here (getaddrinfo, on this thread), once: the C client is handed addresses, so it
     // has nothing left to resolve (nor to fail on) at its reconnects.
@@ -163,10 +167,7 @@ bool session_impl::peer_listed(const pending_list& l) const
     if (fd_ == -1) return false;
     if (const auto front = tls_ ? tls_->carried_front() : std::nullopt) {
         // The client's socket is the bridge's local pair: the bridge knows which listener it came by.
-        auto& in = reinterpret_cast<sockaddr_in&>(peer);
-        in.sin_family = AF_INET;
-        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        in.sin_port = htons(front->port());
+        peer = loopback(front->port()).addr;
     } else if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
         return false;
     }
