@@ -8,12 +8,14 @@
 
 #include <doctest/doctest.h>
 
+#include "support/doctest_quiet_listener.hpp"
+
 #include <cstdio>
 #include <cstring>
 
 namespace zklock::test {
 
-struct run_counter : doctest::IReporter {
+struct run_counter : quiet_listener {
     explicit run_counter(const doctest::ContextOptions&) {}
 
     static int& selected()
@@ -23,18 +25,6 @@ struct run_counter : doctest::IReporter {
     }
 
     void test_run_end(const doctest::TestRunStats& s) override { selected() = static_cast<int>(s.numTestCasesPassingFilters); }
-
-    void report_query(const doctest::QueryData&) override {}
-    void test_run_start() override {}
-    void test_case_start(const doctest::TestCaseData&) override {}
-    void test_case_reenter(const doctest::TestCaseData&) override {}
-    void test_case_end(const doctest::CurrentTestCaseStats&) override {}
-    void test_case_exception(const doctest::TestCaseException&) override {}
-    void subcase_start(const doctest::SubcaseSignature&) override {}
-    void subcase_end() override {}
-    void log_assert(const doctest::AssertData&) override {}
-    void log_message(const doctest::MessageData&) override {}
-    void test_case_skipped(const doctest::TestCaseData&) override {}
 };
 
 /// ctx.run(), except that a run whose --test-case filter selected no test case fails.
