@@ -70,7 +70,7 @@ public:
     {
         in_initiation_ = true;
         started_ = std::chrono::steady_clock::now();
-        if (!internal_) s_->metrics().acquire_started(kind_of(fsm_.policy().kind), fsm_.dir());
+        if (!internal_) s_->metrics().acquire_started(fsm_.policy().kind, fsm_.dir());
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
         if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
@@ -153,7 +153,7 @@ private:
     void report_finished(error_code ec)
     {
         if (!internal_)
-            s_->metrics().acquire_finished(kind_of(fsm_.policy().kind), fsm_.dir(), ec,
+            s_->metrics().acquire_finished(fsm_.policy().kind, fsm_.dir(), ec,
                                            std::chrono::steady_clock::now() - started_, waited_, !fsm_.fast_handoff());
     }
 

@@ -47,7 +47,7 @@ std::string cohort_key(const acquire_request& req)
 {
     std::string key;
     key.reserve(req.dir->size() + 3);
-    key += static_cast<char>(req.policy.kind);
+    key += kind_letter(req.policy.kind);
     key += req.policy.rw_names ? 'w' : '-';
     key += ':';
     key += *req.dir;
@@ -79,7 +79,7 @@ public:
         if (req.try_only) return try_acquire(std::move(req), std::move(h));
         auto w = std::make_shared<waiter>(std::move(h), s_->executor());
         w->started = clock::now();
-        s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
+        s_->metrics().acquire_started(policy_.kind, *dir_);
         on_cancellation(w->h, s_->executor(), [weak = weak_from_this(), ww = std::weak_ptr(w)] {
             auto c = weak.lock();
             auto w2 = ww.lock();
@@ -150,16 +150,16 @@ private:
         if (turn_ == turn_state::held && shared_ && waiters_.empty() && may_grant()) {
             auto w = std::make_shared<waiter>(std::move(h), s_->executor());
             w->started = clock::now();
-            s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
+            s_->metrics().acquire_started(policy_.kind, *dir_);
             return grant(w);
         }
         if (turn_ == turn_state::idle && holders_ == 0) {
             req.cohort = false;
             return initiate_acquire(s_, std::move(req), std::move(h));
         }
-        s_->metrics().acquire_started(kind_of(policy_.kind), *dir_);
+        s_->metrics().acquire_started(policy_.kind, *dir_);
         waiter w(std::move(h), s_->executor());
-        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, errc::would_block, {}, false, false);
+        s_->metrics().acquire_finished(policy_.kind, *dir_, errc::would_block, {}, false, false);
         w.h.post(s_->executor(), errc::would_block, lease{});
     }
 
@@ -292,7 +292,7 @@ private:
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
-        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, {}, now - w->started, false, false);
+        s_->metrics().acquire_finished(policy_.kind, *dir_, {}, now - w->started, false, false);
         s_->metrics().cohort_grant(grants_ == 1);
         w->h.post(s_->executor(), {}, lease(std::move(ls)));
     }
@@ -336,7 +336,7 @@ private:
     void finish(waiter& w, error_code ec)
     {
         if (w.timer) w.timer->cancel();
-        s_->metrics().acquire_finished(kind_of(policy_.kind), *dir_, ec, clock::now() - w.started, false, false);
+        s_->metrics().acquire_finished(policy_.kind, *dir_, ec, clock::now() - w.started, false, false);
         w.h.post(s_->executor(), ec, lease{});
     }
 

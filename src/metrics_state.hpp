@@ -45,12 +45,6 @@ inline constexpr std::array<double, 16> size_bounds{1, 2, 5, 10, 20, 50, 100, 20
 
 enum class request_type : std::uint8_t { create, remove, exists, get_data, set_data, get_children, multi, sync, count_ };
 
-/// The metrics' name for the kind of a queue node.
-inline lock_kind kind_of(node_kind k) noexcept
-{
-    return k == node_kind::shared ? lock_kind::shared : k == node_kind::permit ? lock_kind::permit : lock_kind::exclusive;
-}
-
 class metrics_state {
 public:
     using clock = std::chrono::steady_clock;

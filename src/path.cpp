@@ -169,7 +169,7 @@ std::string node_prefix(node_kind kind, std::uint64_t id, bool rw_names)
 {
     static constexpr char hex[] = "0123456789abcdef";
     std::string s(19, '-');
-    s[0] = static_cast<char>(kind);
+    s[0] = kind_letter(kind);
     for (int i = 0; i < 16; ++i) s[2 + i] = hex[(id >> (60 - 4 * i)) & 0xf];
     s.append(kind_marker(kind, rw_names));
     return s;
@@ -208,13 +208,9 @@ std::optional<std::pair<std::int64_t, std::size_t>> seq_after(std::string_view c
 std::optional<queue_view> parse_zklock(std::string_view child) noexcept
 {
     if (child.size() < 29 || child[1] != '-' || child[18] != '-') return std::nullopt;
-    node_kind kind;
-    switch (child[0]) {
-    case 'x': kind = node_kind::exclusive; break;
-    case 'r': kind = node_kind::shared; break;
-    case 's': kind = node_kind::permit; break;
-    default: return std::nullopt;
-    }
+    const auto letter = kind_of_letter(child[0]);
+    if (!letter) return std::nullopt;
+    const node_kind kind = *letter;
     std::uint64_t id = 0;
     for (int i = 2; i < 18; ++i) {
         char c = child[i];
@@ -270,16 +266,6 @@ std::optional<queue_view> parse_queue_view(std::string_view child) noexcept
 {
     if (auto v = parse_zklock(child)) return v;
     return parse_foreign(child);
-}
-
-const char* to_string(lock_library lib) noexcept
-{
-    switch (lib) {
-    case lock_library::zklock: return "zklock";
-    case lock_library::curator: return "curator";
-    case lock_library::kazoo: return "kazoo";
-    }
-    return "?";
 }
 
 std::optional<queue_node> parse_queue_node(std::string_view child) noexcept

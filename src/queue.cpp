@@ -14,22 +14,22 @@ error_code validate_lock_path(std::string_view path) noexcept { return detail::v
 std::string_view explain_lock_path(std::string_view path) noexcept { return detail::lock_path_problem(path); }
 error_code validate_servers(std::string_view servers) noexcept { return detail::validate_servers(servers); }
 
-const char* to_string(queue_kind k) noexcept
+const char* to_string(lock_kind k) noexcept
 {
     switch (k) {
-    case queue_kind::exclusive: return "exclusive";
-    case queue_kind::shared: return "shared";
-    case queue_kind::permit: return "permit";
+    case lock_kind::exclusive: return "exclusive";
+    case lock_kind::shared: return "shared";
+    case lock_kind::permit: return "permit";
     }
     return "?";
 }
 
-const char* to_string(queue_library l) noexcept
+const char* to_string(lock_library l) noexcept
 {
     switch (l) {
-    case queue_library::zklock: return "zklock";
-    case queue_library::curator: return "curator";
-    case queue_library::kazoo: return "kazoo";
+    case lock_library::zklock: return "zklock";
+    case lock_library::curator: return "curator";
+    case lock_library::kazoo: return "kazoo";
     }
     return "?";
 }
@@ -46,26 +46,6 @@ std::optional<std::int64_t> queue_sequence(std::string_view node) noexcept
 namespace zklock::detail {
 
 namespace {
-
-queue_kind public_kind(node_kind k)
-{
-    switch (k) {
-    case node_kind::shared: return queue_kind::shared;
-    case node_kind::permit: return queue_kind::permit;
-    case node_kind::exclusive: break;
-    }
-    return queue_kind::exclusive;
-}
-
-queue_library public_library(lock_library l)
-{
-    switch (l) {
-    case lock_library::curator: return queue_library::curator;
-    case lock_library::kazoo: return queue_library::kazoo;
-    case lock_library::zklock: break;
-    }
-    return queue_library::zklock;
-}
 
 // One listing, then the path's data and every node's data, all in flight at once: a session's
 // replies come in order, so the path's data is in before the listing, and the listing before the
@@ -120,8 +100,8 @@ private:
         for (std::size_t i = 0; i < queue_.size(); ++i) {
             auto& e = out_.entries[i];
             e.name = queue_[i].name;
-            e.kind = public_kind(queue_[i].kind);
-            e.library = public_library(queue_[i].library);
+            e.kind = queue_[i].kind;
+            e.library = queue_[i].library;
             e.sequence = queue_[i].seq;
             ++pending_;
             s_->get_data(join_path(path_, e.name), nullptr, [self, i](error_code ec, std::string data, zklock::stat st) {

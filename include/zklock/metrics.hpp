@@ -1,6 +1,8 @@
 // zklock/metrics.hpp — what a session counts, as a plain snapshot, and its Prometheus rendering.
 #pragma once
 
+#include <zklock/types.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,10 +20,6 @@ struct histogram_snapshot {
     double sum = 0;
     std::uint64_t count = 0;
 };
-
-/// An acquire direction: an exclusive node (mutex, shared_mutex writer), a shared one
-/// (shared_mutex reader) or a semaphore permit.
-enum class lock_kind { exclusive, shared, permit };
 
 /// Counters of one kind of acquire (monotonic since the session object was made).
 struct acquire_counters {

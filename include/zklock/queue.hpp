@@ -32,13 +32,9 @@ std::string_view explain_lock_path(std::string_view path) noexcept;
 /// errc::invalid_servers otherwise. Nothing is resolved here (see session::async_connect).
 error_code validate_servers(std::string_view servers) noexcept;
 
-/// What a queue node asks for.
-enum class queue_kind { exclusive, shared, permit };
-/// Which library made it (zklock recognises Apache Curator's and Kazoo's lock nodes as contenders).
-enum class queue_library { zklock, curator, kazoo };
-
-const char* to_string(queue_kind k) noexcept;
-const char* to_string(queue_library l) noexcept;
+/// The names these had before lock_kind and lock_library (types.hpp) were one for every part.
+using queue_kind = lock_kind;
+using queue_library = lock_library;
 
 /// One node of a lock's queue.
 struct queue_entry {
@@ -48,8 +44,8 @@ struct queue_entry {
         unknown,  ///< a permit node, and the path stores no permit count
     };
     std::string name;  ///< the child name under the lock path
-    queue_kind kind = queue_kind::exclusive;
-    queue_library library = queue_library::zklock;
+    lock_kind kind = lock_kind::exclusive;
+    lock_library library = lock_library::zklock;
     std::int64_t sequence = 0;  ///< ZooKeeper's sequence number: the queue order
     state status = state::waiting;
     /// The node's data (zklock: lock_options::owner_info, "<host>:<pid>" by default) and stat

@@ -25,6 +25,22 @@ struct stat {
     std::int64_t pzxid = 0;
 };
 
+/// What a lock's queue node asks for. The one kind of every recipe, listing and metric.
+enum class lock_kind : std::uint8_t {
+    exclusive,  ///< mutex, or the write side of a shared_mutex
+    shared,     ///< the read side of a shared_mutex
+    permit,     ///< a semaphore permit
+};
+
+/// Which library made a queue node: zklock recognises the lock nodes of Apache Curator 5.x and
+/// Kazoo 2.x as contenders, in queue order, with their kinds.
+enum class lock_library : std::uint8_t { zklock, curator, kazoo };
+
+/// "exclusive", "shared", "permit".
+const char* to_string(lock_kind k) noexcept;
+/// "zklock", "curator", "kazoo".
+const char* to_string(lock_library l) noexcept;
+
 /// How async_create makes a node.
 enum class create_mode {
     persistent,

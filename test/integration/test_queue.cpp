@@ -49,13 +49,13 @@ TEST_CASE("async_list_queue: holders and waiters in queue order, with kind, libr
         CHECK(q.permits == 0);
         using st = queue_entry::state;
         CHECK(q.entries[0].status == st::holder);
-        CHECK(q.entries[0].kind == queue_kind::shared);
+        CHECK(q.entries[0].kind == lock_kind::shared);
         CHECK(q.entries[0].data == "reader-1");
         CHECK(q.entries[1].status == st::holder);
         CHECK(q.entries[1].data == "reader-2");
         CHECK(q.entries[2].status == st::waiting);
-        CHECK(q.entries[2].kind == queue_kind::exclusive);
-        CHECK(q.entries[2].library == queue_library::zklock);
+        CHECK(q.entries[2].kind == lock_kind::exclusive);
+        CHECK(q.entries[2].library == lock_library::zklock);
         CHECK(q.entries[2].data == "writer");
         CHECK(q.entries[2].stat.ephemeral_owner == s.session_id());
         CHECK(q.entries[0].sequence < q.entries[1].sequence);
@@ -84,7 +84,7 @@ TEST_CASE("async_list_queue: holders and waiters in queue order, with kind, libr
         REQUIRE_FALSE(sec);
         CHECK(sq.permits == 1);
         REQUIRE(sq.entries.size() == 2);
-        CHECK(sq.entries[0].kind == queue_kind::permit);
+        CHECK(sq.entries[0].kind == lock_kind::permit);
         CHECK(sq.entries[0].status == st::holder);
         CHECK(sq.entries[1].status == st::waiting);
         co_await p1.async_release();

@@ -20,7 +20,7 @@ const std::string dir = "/l";
 
 std::string name(std::uint64_t id, int seq, char kind = 'x')
 {
-    return node_prefix(static_cast<node_kind>(kind), id) + std::string(10 - std::to_string(seq).size(), '0') +
+    return node_prefix(*kind_of_letter(kind), id) + std::string(10 - std::to_string(seq).size(), '0') +
            std::to_string(seq);
 }
 std::string path(std::uint64_t id, int seq, char kind = 'x') { return dir + "/" + name(id, seq, kind); }
@@ -212,7 +212,7 @@ TEST_CASE("one recipe per path: a permit and an exclusive or shared node refuse 
     SUBCASE("a reader or a writer behind a permit")
     {
         for (char k : {'x', 'r'}) {
-            acquire_fsm f(dir, {static_cast<node_kind>(k), 1}, me, false);
+            acquire_fsm f(dir, {*kind_of_letter(k), 1}, me, false);
             f.start();
             auto a = f.on_create(ok, path(me, 5, k), 1, ok, {name(9, 3, 's'), name(me, 5, k)});
             CHECK(a.kind == ak::remove);

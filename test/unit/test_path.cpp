@@ -246,3 +246,21 @@ TEST_CASE("attempt ids are distinct and never zero")
     }
     CHECK(seen.size() == 10000);
 }
+
+TEST_CASE("lock kinds: one enum, its node letters and its names")
+{
+    using zklock::lock_kind;
+    for (lock_kind k : {lock_kind::exclusive, lock_kind::shared, lock_kind::permit}) {
+        CAPTURE(zklock::to_string(k));
+        CHECK(kind_of_letter(kind_letter(k)) == k);
+        const auto v = parse_queue_view(node_prefix(k, 0x1234) + "0000000042");
+        REQUIRE(v);
+        CHECK(v->kind == k);
+        CHECK(v->seq == 42);
+    }
+    CHECK_FALSE(kind_of_letter('q'));
+    CHECK(std::string(zklock::to_string(lock_kind::shared)) == "shared");
+    CHECK(std::string(zklock::to_string(zklock::lock_library::curator)) == "curator");
+    // Each kind its own bit.
+    CHECK((kind_bit(lock_kind::exclusive) | kind_bit(lock_kind::shared) | kind_bit(lock_kind::permit)) == 7);
+}

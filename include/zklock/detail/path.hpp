@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/types.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -33,25 +34,32 @@ std::string_view lock_path_problem(std::string_view path) noexcept;
 error_code validate_servers(std::string_view servers) noexcept;
 
 
-/// What a queue node asks for. The letter is the node name's first character.
-enum class node_kind : char {
-    exclusive = 'x',  ///< mutex, or the write side of a shared_mutex
-    shared = 'r',     ///< the read side of a shared_mutex
-    permit = 's',     ///< a semaphore permit
-};
+/// What a queue node asks for (zklock::lock_kind, under the name the queue code has used).
+using node_kind = lock_kind;
+
+/// The first character of zklock's node names for a kind: 'x', 'r' or 's'.
+constexpr char kind_letter(node_kind k) noexcept
+{
+    return k == node_kind::exclusive ? 'x' : k == node_kind::shared ? 'r' : 's';
+}
+
+/// The kind a zklock node name's first character stands for (nullopt: none).
+constexpr std::optional<node_kind> kind_of_letter(char c) noexcept
+{
+    switch (c) {
+    case 'x': return node_kind::exclusive;
+    case 'r': return node_kind::shared;
+    case 's': return node_kind::permit;
+    default: return std::nullopt;
+    }
+}
 
 /// A set of node kinds (a bit each).
 using kind_set = std::uint8_t;
 constexpr kind_set kind_bit(node_kind k) noexcept
 {
-    return k == node_kind::exclusive ? 1 : k == node_kind::shared ? 2 : 4;
+    return static_cast<kind_set>(1u << static_cast<unsigned>(k));
 }
-
-/// Which library made a queue node. zklock recognises the lock nodes of Apache Curator 5.x and
-/// Kazoo 2.x as contenders, in sequence order, with their kinds (see parse_queue_view).
-enum class lock_library : char { zklock, curator, kazoo };
-
-const char* to_string(lock_library lib) noexcept;
 
 /// A parsed queue node. zklock's own: "<kind>-<16 hex digit id>-<marker><sequence>", e.g.
 /// "x-00ab12cd34ef5678-lock-0000000042", where the marker is the one Apache Curator uses for the
