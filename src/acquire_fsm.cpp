@@ -9,12 +9,17 @@ namespace zklock::detail {
 
 grant_rule rule_of(const queue_policy& policy) noexcept
 {
+    return rule_of(policy.kind(), policy.permits);
+}
+
+grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
+{
     constexpr kind_set locks = kind_bit(node_kind::exclusive) | kind_bit(node_kind::shared);
     constexpr kind_set all = locks | kind_bit(node_kind::permit);
-    switch (policy.kind) {
+    switch (kind) {
     case node_kind::exclusive: return {all, 1, locks, true, true, true};
     case node_kind::shared: return {kind_bit(node_kind::exclusive), 1, locks, true, true, false};
-    case node_kind::permit: return {kind_bit(node_kind::permit), policy.permits, kind_bit(node_kind::permit), false, false, false};
+    case node_kind::permit: return {kind_bit(node_kind::permit), permits, kind_bit(node_kind::permit), false, false, false};
     }
     return {};
 }
@@ -183,13 +188,13 @@ acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t att
 
 acquire_fsm::acquire_fsm(std::shared_ptr<const std::string> dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
     : dir_(std::move(dir)), id_(attempt_id), policy_(policy),
-      try_only_(try_only), count_verified_(policy.kind != node_kind::permit || policy.count_known)
+      try_only_(try_only), count_verified_(policy.kind() != node_kind::permit || policy.count_known)
 {
 }
 
 acquire_fsm::action acquire_fsm::start()
 {
-    if (policy_.kind == node_kind::permit && policy_.permits == 0) return finish(errc::invalid_argument);
+    if (policy_.kind() == node_kind::permit && policy_.permits == 0) return finish(errc::invalid_argument);
     return count_verified_ ? create() : read_count();
 }
 
@@ -242,7 +247,7 @@ acquire_fsm::action acquire_fsm::on_count_claimed(error_code ec)
 acquire_fsm::action acquire_fsm::create()
 {
     state_ = state::creating;
-    return {ak::create, join_path(*dir_, node_prefix(policy_.kind, id_, policy_.rw_names)), {}, {}};
+    return {ak::create, join_path(*dir_, node_prefix(*policy_.what, id_, policy_.marker)), {}, {}};
 }
 
 acquire_fsm::action acquire_fsm::list()
@@ -314,7 +319,7 @@ acquire_fsm::action acquire_fsm::on_created(error_code ec, std::string created_p
         if (++parent_retries_ > max_parent_retries) return finish(ec);
         // The lock path is gone (a container the server removed once empty): a semaphore stores
         // its count again before queueing.
-        count_verified_ = policy_.kind != node_kind::permit;
+        count_verified_ = policy_.kind() != node_kind::permit;
         state_ = state::creating_parents;
         return {ak::create_parents, *dir_, {}, {}};
     }
@@ -349,7 +354,7 @@ acquire_fsm::action acquire_fsm::find_own(const listing& children)
     // forked with us.
     std::vector<const listing::node*> ours;
     for (const auto& n : children.nodes())
-        if (n.id == id_ && n.kind == policy_.kind) ours.push_back(&n);
+        if (n.id == id_ && n.kind == policy_.kind()) ours.push_back(&n);
     std::sort(ours.begin(), ours.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
     candidates_.clear();
     for (auto* n : ours) candidates_.push_back(join_path(*dir_, children.name(*n)));

@@ -70,10 +70,10 @@ public:
     {
         in_initiation_ = true;
         started_ = std::chrono::steady_clock::now();
-        if (!internal_) s_->metrics().acquire_started(fsm_.policy().kind, fsm_.dir());
+        if (!internal_) s_->metrics().acquire_started(fsm_.policy().kind(), fsm_.dir());
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
-        if (!bad && fsm_.policy().kind == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
+        if (!bad && fsm_.policy().kind() == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
         if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_->size());
         if (bad) {
             run(fsm_.on_cancel(bad));
@@ -153,7 +153,7 @@ private:
     void report_finished(error_code ec)
     {
         if (!internal_)
-            s_->metrics().acquire_finished(fsm_.policy().kind, fsm_.dir(), ec,
+            s_->metrics().acquire_finished(fsm_.policy().kind(), fsm_.dir(), ec,
                                            std::chrono::steady_clock::now() - started_, waited_, !fsm_.fast_handoff());
     }
 
@@ -469,7 +469,7 @@ private:
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
 {
-    if (req.cohort && req.policy.kind != node_kind::permit) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
+    if (req.cohort && req.policy.what->cohort) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
     auto timeout = req.timeout;
     if (req.try_only && !timeout) timeout = s->answer_deadline();
     std::make_shared<acquire_op>(std::move(s), std::move(req), std::move(h))->start(timeout);

@@ -47,8 +47,9 @@ std::string cohort_key(const acquire_request& req)
 {
     std::string key;
     key.reserve(req.dir->size() + 3);
-    key += kind_letter(req.policy.kind);
-    key += req.policy.rw_names ? 'w' : '-';
+    key += kind_letter(req.policy.kind());
+    key.append(req.policy.what->name);
+    key += static_cast<char>('0' + req.policy.marker);
     key += ':';
     key += *req.dir;
     return key;
@@ -63,7 +64,7 @@ public:
     cohort(session_ptr s, std::string key, const acquire_request& first)
         : s_(std::move(s)), key_(std::move(key)), dir_(first.dir), policy_(first.policy),
           options_(first.options),
-          budget_(std::max<std::uint32_t>(first.options ? first.options->max_local_handoffs : lock_options{}.max_local_handoffs, 1)), shared_(first.policy.kind == node_kind::shared)
+          budget_(std::max<std::uint32_t>(first.options ? first.options->max_local_handoffs : lock_options{}.max_local_handoffs, 1)), shared_(first.policy.kind() == node_kind::shared)
     {
     }
 
@@ -79,7 +80,7 @@ public:
         if (req.try_only) return try_acquire(std::move(req), std::move(h));
         auto w = std::make_shared<waiter>(std::move(h), s_->executor());
         w->started = clock::now();
-        s_->metrics().acquire_started(policy_.kind, *dir_);
+        s_->metrics().acquire_started(policy_.kind(), *dir_);
         on_cancellation(w->h, s_->executor(), [weak = weak_from_this(), ww = std::weak_ptr(w)] {
             auto c = weak.lock();
             auto w2 = ww.lock();
@@ -150,16 +151,16 @@ private:
         if (turn_ == turn_state::held && shared_ && waiters_.empty() && may_grant()) {
             auto w = std::make_shared<waiter>(std::move(h), s_->executor());
             w->started = clock::now();
-            s_->metrics().acquire_started(policy_.kind, *dir_);
+            s_->metrics().acquire_started(policy_.kind(), *dir_);
             return grant(w);
         }
         if (turn_ == turn_state::idle && holders_ == 0) {
             req.cohort = false;
             return initiate_acquire(s_, std::move(req), std::move(h));
         }
-        s_->metrics().acquire_started(policy_.kind, *dir_);
+        s_->metrics().acquire_started(policy_.kind(), *dir_);
         waiter w(std::move(h), s_->executor());
-        s_->metrics().acquire_finished(policy_.kind, *dir_, errc::would_block, {}, false, false);
+        s_->metrics().acquire_finished(policy_.kind(), *dir_, errc::would_block, {}, false, false);
         w.h.post(s_->executor(), errc::would_block, lease{});
     }
 
@@ -292,7 +293,7 @@ private:
         s_->subscribe(ls);
         if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
         holders_list_.push_back(ls);
-        s_->metrics().acquire_finished(policy_.kind, *dir_, {}, now - w->started, false, false);
+        s_->metrics().acquire_finished(policy_.kind(), *dir_, {}, now - w->started, false, false);
         s_->metrics().cohort_grant(grants_ == 1);
         w->h.post(s_->executor(), {}, lease(std::move(ls)));
     }
@@ -336,7 +337,7 @@ private:
     void finish(waiter& w, error_code ec)
     {
         if (w.timer) w.timer->cancel();
-        s_->metrics().acquire_finished(policy_.kind, *dir_, ec, clock::now() - w.started, false, false);
+        s_->metrics().acquire_finished(policy_.kind(), *dir_, ec, clock::now() - w.started, false, false);
         w.h.post(s_->executor(), ec, lease{});
     }
 
@@ -388,7 +389,7 @@ private:
             // Behind us: a later node that our node blocks, one whose grant rule counts our kind
             // (behind a shared turn a writer, or a reader behind a writer: then the writer is
             // there too).
-            if (v && own && v->seq > own->seq && (rule_of(queue_policy{v->kind}).counts & kind_bit(own->kind))) {
+            if (v && own && v->seq > own->seq && (rule_of(v->kind).counts & kind_bit(own->kind))) {
                 behind = true;
                 break;
             }

@@ -20,12 +20,12 @@ namespace {
 queue_policy policy_of(const lock_spec& spec)
 {
     switch (spec.type) {
-    case lock_spec::kind::shared: return {node_kind::shared, 1};
-    case lock_spec::kind::permit: return {node_kind::permit, spec.permits};
-    case lock_spec::kind::writer: return {node_kind::exclusive, 1, true};
+    case lock_spec::kind::shared: return {reader_recipe};
+    case lock_spec::kind::permit: return {semaphore_recipe, spec.permits};
+    case lock_spec::kind::writer: return {writer_recipe};
     case lock_spec::kind::exclusive: break;
     }
-    return {node_kind::exclusive, 1};
+    return {mutex_recipe};
 }
 
 class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {

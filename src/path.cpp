@@ -1,4 +1,5 @@
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/recipe.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -155,23 +156,13 @@ error_code validate_servers(std::string_view servers) noexcept
     return ok ? error_code{} : bad;
 }
 
-std::string_view kind_marker(node_kind kind, bool rw_names) noexcept
-{
-    switch (kind) {
-    case node_kind::exclusive: return rw_names ? "__WRIT__" : "lock-";
-    case node_kind::shared: return "__READ__";
-    case node_kind::permit: return "";
-    }
-    return "";
-}
-
-std::string node_prefix(node_kind kind, std::uint64_t id, bool rw_names)
+std::string node_prefix(const recipe& r, std::uint64_t id, std::size_t marker)
 {
     static constexpr char hex[] = "0123456789abcdef";
     std::string s(19, '-');
-    s[0] = kind_letter(kind);
+    s[0] = kind_letter(r.kind);
     for (int i = 0; i < 16; ++i) s[2 + i] = hex[(id >> (60 - 4 * i)) & 0xf];
-    s.append(kind_marker(kind, rw_names));
+    if (!r.markers.empty()) s.append(r.markers[marker < r.markers.size() ? marker : 0]);
     return s;
 }
 
@@ -220,43 +211,25 @@ std::optional<queue_view> parse_zklock(std::string_view child) noexcept
         else return std::nullopt;
         id = (id << 4) | d;
     }
-    std::string_view markers[3] = {"", "", ""};
-    std::size_t n = 1;  // no marker: zklock < 0.2
-    if (kind == node_kind::exclusive) {
-        markers[n++] = "lock-";
-        markers[n++] = "__WRIT__";
-    }
-    if (kind == node_kind::shared) markers[n++] = "__READ__";
     const std::string_view rest = child.substr(19);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!rest.starts_with(markers[i])) continue;
-        if (auto seq = parse_seq(rest.substr(markers[i].size())))
-            return queue_view{child, kind, id, *seq, lock_library::zklock};
+    for (const recipe* r : recipes()) {
+        if (r->kind != kind) continue;
+        for (std::string_view m : r->markers) {
+            if (m.empty() || !rest.starts_with(m)) continue;
+            if (auto seq = parse_seq(rest.substr(m.size()))) return queue_view{child, kind, id, *seq, lock_library::zklock, r};
+        }
     }
+    if (auto seq = parse_seq(rest)) return queue_view{child, kind, id, *seq, lock_library::zklock, &base_recipe(kind)};
     return std::nullopt;
 }
 
-// Queue nodes of the other ZooKeeper lock libraries, by the marker right before the sequence:
-// Apache Curator 5.x InterProcessMutex "...lock-<seq>" (plain, or protected "_c_<uuid>-lock-<seq>"),
-// InterProcessReadWriteLock "...__READ__<seq>" / "...__WRIT__<seq>"; Kazoo 2.x Lock and WriteLock
-// "<uuid>__lock__<seq>", ReadLock "<uuid>__rlock__<seq>". A name any of them would take for a
-// contender is one.
+// Queue nodes of the other ZooKeeper libraries, by the marker right before the sequence, as the
+// recipes list them (see recipe::foreign): a name any of them would take for a contender is one.
 std::optional<queue_view> parse_foreign(std::string_view child) noexcept
 {
-    struct marker {
-        std::string_view text;
-        node_kind kind;
-        lock_library lib;
-    };
-    static constexpr marker markers[] = {
-        {"__rlock__", node_kind::shared, lock_library::kazoo},
-        {"__lock__", node_kind::exclusive, lock_library::kazoo},
-        {"__READ__", node_kind::shared, lock_library::curator},
-        {"__WRIT__", node_kind::exclusive, lock_library::curator},
-        {"lock-", node_kind::exclusive, lock_library::curator},
-    };
-    for (const auto& m : markers)
-        if (auto found = seq_after(child, m.text)) return queue_view{child, m.kind, 0, found->first, m.lib};
+    for (const recipe* r : recipes())
+        for (const foreign_name& f : r->foreign)
+            if (auto found = seq_after(child, f.marker)) return queue_view{child, r->kind, 0, found->first, f.library, r};
     return std::nullopt;
 }
 
@@ -272,7 +245,7 @@ std::optional<queue_node> parse_queue_node(std::string_view child) noexcept
 {
     auto v = parse_queue_view(child);
     if (!v) return std::nullopt;
-    return queue_node{std::string(v->name), v->kind, v->id, v->seq, v->library};
+    return queue_node{std::string(v->name), v->kind, v->id, v->seq, v->library, v->what};
 }
 
 std::vector<queue_node> make_queue(const std::vector<std::string>& children)

@@ -102,6 +102,7 @@ private:
             e.name = queue_[i].name;
             e.kind = queue_[i].kind;
             e.library = queue_[i].library;
+            e.recipe = queue_[i].what->name;
             e.sequence = queue_[i].seq;
             ++pending_;
             s_->get_data(join_path(path_, e.name), nullptr, [self, i](error_code ec, std::string data, zklock::stat st) {

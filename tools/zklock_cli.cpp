@@ -386,7 +386,8 @@ awaitable<int> run_list(cli::options o)
         co_return 0;
     }
     std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), listing.entries.size());
-    std::printf("%-4s %-8s %-9s %-7s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "NODE", "AGE", "OWNER");
+    std::printf("%-4s %-8s %-9s %-7s %-12s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE",
+                "OWNER");
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
     std::size_t pos = 0;
@@ -395,8 +396,9 @@ awaitable<int> run_list(cli::options o)
         const char* state = e.status == st::holder ? "holder" : e.status == st::waiting ? "waiting" : "?";
         const std::string age = e.gone ? "-" : format_age(now_ms - e.stat.ctime);
         const std::string owner = e.gone ? "(gone)" : owner_of(e.data);
-        std::printf("%-4zu %-8s %-9s %-7s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
-                    zklock::to_string(e.library), e.name.c_str(), age.c_str(), owner.c_str());
+        std::printf("%-4zu %-8s %-9s %-7s %-12.*s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
+                    zklock::to_string(e.library), static_cast<int>(e.recipe.size()), e.recipe.data(), e.name.c_str(),
+                    age.c_str(), owner.c_str());
     }
     co_return 0;
 }

@@ -109,7 +109,7 @@ protected:
     basic_lock(session& s, std::string path, lock_options options, detail::queue_policy policy)
         : s_(s.impl()), path_(std::make_shared<const std::string>(std::move(path))),
           options_(std::make_shared<const lock_options>(std::move(options))), policy_(policy),
-          count_known_(policy.kind == detail::node_kind::permit ? std::make_shared<bool>(false) : nullptr)
+          count_known_(policy.kind() == detail::node_kind::permit ? std::make_shared<bool>(false) : nullptr)
     {
     }
 
@@ -120,7 +120,7 @@ protected:
             try_only = true;
             timeout.reset();
         }
-        detail::acquire_request req{path_, policy, try_only, options_->cohort && policy.kind != detail::node_kind::permit,
+        detail::acquire_request req{path_, policy, try_only, options_->cohort && policy.what->cohort,
                                     false, timeout, options_, count_known_};
         return asio::async_initiate<Token, void(error_code, lease)>(
             [](auto h, detail::session_ptr sp, detail::acquire_request r) {

@@ -25,7 +25,7 @@ public:
     /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     mutex(session& s, std::string path) : mutex(s, std::move(path), lock_options{}) {}
     mutex(session& s, std::string path, lock_options options)
-        : basic_lock(s, std::move(path), std::move(options), {detail::node_kind::exclusive, 1})
+        : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::mutex_recipe})
     {
     }
 };

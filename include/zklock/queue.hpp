@@ -46,6 +46,10 @@ struct queue_entry {
     std::string name;  ///< the child name under the lock path
     lock_kind kind = lock_kind::exclusive;
     lock_library library = lock_library::zklock;
+    /// The recipe its name says it belongs to: "mutex", "shared_mutex", "semaphore" or
+    /// "election" (static storage). Another library's node is named by the recipe its name
+    /// matches: Curator's LeaderSelector and Kazoo's Election queue mutex nodes.
+    std::string_view recipe;
     std::int64_t sequence = 0;  ///< ZooKeeper's sequence number: the queue order
     state status = state::waiting;
     /// The node's data (zklock: lock_options::owner_info, "<host>:<pid>" by default) and stat

@@ -43,7 +43,7 @@ public:
     {
     }
     semaphore(session& s, std::string path, std::uint32_t permits, lock_options options)
-        : basic_lock(s, std::move(path), std::move(options), {detail::node_kind::permit, permits})
+        : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::semaphore_recipe, permits})
     {
     }
 

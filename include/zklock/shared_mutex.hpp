@@ -28,7 +28,7 @@ public:
     /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     shared_mutex(session& s, std::string path) : shared_mutex(s, std::move(path), lock_options{}) {}
     shared_mutex(session& s, std::string path, lock_options options)
-        : basic_lock(s, std::move(path), std::move(options), {detail::node_kind::exclusive, 1, true})
+        : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::writer_recipe})
     {
     }
 
@@ -52,7 +52,7 @@ public:
     }
 
 private:
-    static constexpr detail::queue_policy reader{detail::node_kind::shared, 1};
+    static constexpr detail::queue_policy reader{detail::reader_recipe};
 };
 
 }  // namespace zklock

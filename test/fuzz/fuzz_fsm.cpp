@@ -82,7 +82,7 @@ public:
         : in_(in), policy_(make_policy(in.pick(256))), try_only_(in.pick(4) == 0), dir_exists_(in.pick(4) != 0),
           cancel_in_calm_(in.pick(2) == 0), queue_hint_(in.pick(4) == 0 ? 0 : acquire_fsm::min_queue_for_mark),
           fsm_(dir_, policy_, me_, try_only_),
-          prefix_(node_prefix(policy_.kind, me_))
+          prefix_(node_prefix(*policy_.what, me_, policy_.marker))
     {
         if (dir_exists_) {
             // The lock path's data: empty, our permit count, or another count.
@@ -105,9 +105,18 @@ private:
     static queue_policy make_policy(unsigned b)
     {
         switch (b % 3) {
-        case 0: return {node_kind::exclusive, 1};
+        case 0: {
+            // The exclusive recipes differ only in their names: each with each of its markers.
+            const recipe* const exclusive[] = {&mutex_recipe, &writer_recipe, &election_recipe};
+            const recipe& r = *exclusive[(b / 3) % 3];
+            return {r, 1, static_cast<std::uint8_t>((b / 9) % r.markers.size())};
+        }
         case 1: return {node_kind::shared, 1};
-        default: return {node_kind::permit, 1 + (b / 3) % 3, false, (b / 9) % 2 == 0};  // count known or not
+        default: {
+            queue_policy p{node_kind::permit, 1 + (b / 3) % 3};
+            p.count_known = (b / 9) % 2 == 0;  // count known or not
+            return p;
+        }
         }
     }
 
@@ -130,7 +139,7 @@ private:
     void add_other()
     {
         if (!dir_exists_ || kids_.size() >= 64) return;  // a queue the calm can drain in its 1000 steps
-        node_kind kind = policy_.kind == node_kind::permit ? node_kind::permit
+        node_kind kind = policy_.kind() == node_kind::permit ? node_kind::permit
                          : in_.pick(2)                     ? node_kind::exclusive
                                                            : node_kind::shared;
         pzxid_ = zxid_;
@@ -216,7 +225,7 @@ private:
             FUZZ_CHECK(fsm_.count_verified());  // a semaphore queues only under a verified count
             break;
         case ak::claim_count:
-            FUZZ_CHECK(policy_.kind == node_kind::permit);
+            FUZZ_CHECK(policy_.kind() == node_kind::permit);
             FUZZ_CHECK(a.data == permit_count_data(policy_.permits));
             break;
         case ak::remove:
@@ -238,7 +247,7 @@ private:
                 FUZZ_CHECK(idx < q.size());
                 FUZZ_CHECK(evaluate(q, idx, policy_).acquired);  // the queue grants it
                 // A permit is granted only under our count (verified now, or by an earlier acquire).
-                if (policy_.kind == node_kind::permit && !policy_.count_known)
+                if (policy_.kind() == node_kind::permit && !policy_.count_known)
                     FUZZ_CHECK(count_seen_ || dir_data_ == permit_count_data(policy_.permits));
             } else if (!session_dead_) {
                 FUZZ_CHECK(ours_count() == 0);  // nothing left behind
@@ -252,7 +261,7 @@ private:
             ahead_armed_ = false;
             if (!pending_.ahead.empty()) {
                 const std::string ahead = pending_.ahead;
-                FUZZ_CHECK(policy_.kind == node_kind::exclusive);
+                FUZZ_CHECK(policy_.kind() == node_kind::exclusive);
                 FUZZ_CHECK(ahead != fsm_.own_node() && ahead != watched_);
                 if (exists(ahead)) {
                     ahead_ = ahead;
@@ -375,7 +384,7 @@ private:
             return feed(fsm_.on_mark_read(ok, dir_data_, mzxid_, pzxid_, exists(fsm_.own_node())), true);
         case ak::arm:
             FUZZ_CHECK(p == dir_);
-            FUZZ_CHECK(policy_.kind == node_kind::exclusive);
+            FUZZ_CHECK(policy_.kind() == node_kind::exclusive);
             // The driver's watch on our own node goes first, and its reply comes first. A lost
             // connection loses both; and the watch alone may fail while the read behind it
             // succeeds (a listing the session deferred behind another one and sent after the

@@ -3,6 +3,7 @@
 #include "fuzz_check.hpp"
 
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/recipe.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -58,17 +59,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         char seq[16];
         std::snprintf(seq, sizeof seq, "%010lld", static_cast<long long>(n->seq));
         FUZZ_CHECK(in.ends_with(seq));
+        // Every node is some recipe's, of that recipe's kind.
+        FUZZ_CHECK(n->what != nullptr && n->what->kind == n->kind);
         if (n->library == lock_library::zklock) {
             FUZZ_CHECK(n->id != 0 || in.substr(2, 16) == "0000000000000000");
             const bool old_name = in.size() == 19 + std::strlen(seq);
-            const bool marked = in.starts_with(node_prefix(n->kind, n->id, false)) || in.starts_with(node_prefix(n->kind, n->id, true));
+            bool marked = false;
+            for (std::size_t m = 0; m < n->what->markers.size(); ++m)
+                marked = marked || in == node_prefix(*n->what, n->id, m) + seq;
             FUZZ_CHECK(old_name ? in.starts_with(node_prefix(n->kind, n->id).substr(0, 19)) : marked);
         } else {
             FUZZ_CHECK(n->id == 0);  // another library's node never carries one of our attempt ids
             FUZZ_CHECK(n->kind != node_kind::permit);
+            // The marker right before the sequence is one its recipe lists for that library.
             const std::string_view head = in.substr(0, in.size() - std::strlen(seq));
-            FUZZ_CHECK(head.ends_with("lock-") || head.ends_with("__lock__") || head.ends_with("__rlock__") ||
-                       head.ends_with("__READ__") || head.ends_with("__WRIT__"));
+            bool listed = false;
+            for (const auto& f : n->what->foreign) listed = listed || (head.ends_with(f.marker) && f.library == n->library);
+            FUZZ_CHECK(listed);
         }
     }
 

@@ -50,6 +50,7 @@ TEST_CASE("async_list_queue: holders and waiters in queue order, with kind, libr
         using st = queue_entry::state;
         CHECK(q.entries[0].status == st::holder);
         CHECK(q.entries[0].kind == lock_kind::shared);
+        CHECK(q.entries[0].recipe == "shared_mutex");
         CHECK(q.entries[0].data == "reader-1");
         CHECK(q.entries[1].status == st::holder);
         CHECK(q.entries[1].data == "reader-2");

@@ -15,6 +15,14 @@ using ak = acquire_fsm::action_kind;
 
 namespace {
 
+// A semaphore's policy whose stored permit count was verified before (no read of it).
+queue_policy verified_permits(std::uint32_t n)
+{
+    queue_policy p{node_kind::permit, n};
+    p.count_known = true;
+    return p;
+}
+
 constexpr std::uint64_t me = 1;
 const std::string dir = "/l";
 
@@ -200,7 +208,7 @@ TEST_CASE("one recipe per path: a permit and an exclusive or shared node refuse 
 {
     SUBCASE("a semaphore behind a mutex holder")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
+        acquire_fsm f(dir, verified_permits(1), me, false);  // count verified before
         f.start();
         auto a = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 'x'), name(me, 5, 's')});
         CHECK(a.kind == ak::remove);  // our node goes first
@@ -466,7 +474,7 @@ TEST_CASE("handoff without a re-list")
     }
     SUBCASE("permit waiters never watch their own node")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
+        acquire_fsm f(dir, verified_permits(1), me, false);  // count verified before
         f.start();
         auto w = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')});
         CHECK(w.kind == ak::watch);
@@ -488,7 +496,7 @@ TEST_CASE("handoff without a re-list")
     }
     SUBCASE("permits never skip the listing")
     {
-        acquire_fsm f(dir, {node_kind::permit, 1, false, true}, me, false);  // count verified before
+        acquire_fsm f(dir, verified_permits(1), me, false);  // count verified before
         f.start();
         CHECK(f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 3, 's'), name(me, 5, 's')}).kind == ak::watch);
         CHECK(f.on_watch_set(ok).kind == ak::wait_event);
@@ -721,7 +729,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
         r.start();
         r.on_create(ok, path(me, 7, 'r'), 1, ok, {name(2, 1), name(3, 4), name(me, 7, 'r')});
         CHECK(r.on_watch_set(ok).ahead.empty());
-        acquire_fsm p(dir, {node_kind::permit, 1, false, true}, me, false);
+        acquire_fsm p(dir, verified_permits(1), me, false);
         p.start();
         p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')});
         CHECK(p.on_watch_set(ok).ahead.empty());
@@ -853,7 +861,7 @@ TEST_CASE("handoff marks")
         CHECK(r.on_mark_read(ok, handoff_mark(name(3, 4)), 9, 9, true).kind == ak::done);
         CHECK_FALSE(r.mark_on_release());  // a reader never writes one
 
-        acquire_fsm p(dir, {node_kind::permit, 1, false, true}, me, false);
+        acquire_fsm p(dir, verified_permits(1), me, false);
         p.start();
         CHECK_FALSE(p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')}).watch_own);
         p.on_watch_set(ok);
@@ -1016,7 +1024,7 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         CAPTURE(round);
         REQUIRE(r.found);
         const bool mixed = std::any_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pos), [&](const queue_node& x) {
-            return (x.kind == node_kind::permit) != (policy.kind == node_kind::permit);
+            return (x.kind == node_kind::permit) != (policy.kind() == node_kind::permit);
         });
         CHECK(r.recipe_mismatch == mixed);
         if (mixed) {
@@ -1031,7 +1039,7 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
             CHECK(r.watch_kind == q[v.watch].kind);
             CHECK(r.watch_is_head == (v.watch == 0));
             // Exclusive: the look-ahead's node is the one just before the watched one.
-            if (policy.kind == node_kind::exclusive && v.watch > 0) {
+            if (policy.kind() == node_kind::exclusive && v.watch > 0) {
                 CHECK(r.ahead == q[v.watch - 1].name);
                 CHECK(r.ahead_kind == q[v.watch - 1].kind);
             } else {
@@ -1098,7 +1106,7 @@ TEST_CASE("a semaphore's permit count: read, claimed if absent, verified once pe
     }
     SUBCASE("known count: no read; a path found gone is verified again")
     {
-        acquire_fsm f(dir, {node_kind::permit, 2, false, true}, me, false);
+        acquire_fsm f(dir, verified_permits(2), me, false);
         CHECK(f.start().kind == ak::create);
         CHECK(f.on_create(zk_errc::no_node, "", 0, zk_errc::no_node, {}).kind == ak::create_parents);
         CHECK_FALSE(f.count_verified());

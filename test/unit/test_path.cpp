@@ -1,4 +1,5 @@
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/recipe.hpp>
 
 #include <doctest/doctest.h>
 
@@ -119,7 +120,9 @@ TEST_CASE("queue node names round-trip and order by sequence")
     const std::uint64_t id = 0x00ab12cd34ef5678ULL;
     std::string name = node_prefix(node_kind::exclusive, id) + "0000000042";
     CHECK(name == "x-00ab12cd34ef5678-lock-0000000042");  // Curator's InterProcessMutex marker
-    CHECK(node_prefix(node_kind::exclusive, id, true) == "x-00ab12cd34ef5678-__WRIT__");
+    CHECK(node_prefix(writer_recipe, id) == "x-00ab12cd34ef5678-__WRIT__");
+    CHECK(node_prefix(election_recipe, id) == "x-00ab12cd34ef5678-latch-");
+    CHECK(node_prefix(election_recipe, id, 1) == "x-00ab12cd34ef5678-__lock__");
     CHECK(node_prefix(node_kind::shared, id) == "r-00ab12cd34ef5678-__READ__");
     CHECK(node_prefix(node_kind::permit, id) == "s-00ab12cd34ef5678-");
     for (std::string own : {"x-00ab12cd34ef5678-__WRIT__0000000042", "r-00ab12cd34ef5678-__READ__0000000042",
@@ -263,4 +266,45 @@ TEST_CASE("lock kinds: one enum, its node letters and its names")
     CHECK(std::string(zklock::to_string(zklock::lock_library::curator)) == "curator");
     // Each kind its own bit.
     CHECK((kind_bit(lock_kind::exclusive) | kind_bit(lock_kind::shared) | kind_bit(lock_kind::permit)) == 7);
+}
+
+TEST_CASE("recipes: every name is one recipe's, and the election's names are recognised")
+{
+    // Each recipe's own names parse back to it, whatever marker the lock object picked.
+    for (const recipe* r : recipes()) {
+        for (std::size_t m = 0; m < r->markers.size(); ++m) {
+            const auto v = parse_queue_view(node_prefix(*r, 0x77, m) + "0000000007");
+            CAPTURE(r->name);
+            CAPTURE(m);
+            REQUIRE(v);
+            CHECK(v->kind == r->kind);
+            CHECK(v->library == zklock::lock_library::zklock);
+            CHECK(v->id == 0x77);
+            // A marker two recipes share names the first of them (a "lock-" candidate is a mutex).
+            const recipe* first = nullptr;
+            for (const recipe* o : recipes())
+                for (auto om : o->markers)
+                    if (!first && o->kind == r->kind && om == r->markers[m]) first = o;
+            CHECK(v->what == (r->markers[m].empty() ? &base_recipe(r->kind) : first));
+        }
+    }
+    // Curator's LeaderLatch: "latch-" (protected or not); Kazoo's Election is a Kazoo Lock.
+    for (std::string_view name : {"_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-latch-0000000012", "latch-0000000012"}) {
+        const auto v = parse_queue_view(name);
+        REQUIRE(v);
+        CHECK(v->what == &election_recipe);
+        CHECK(v->library == zklock::lock_library::curator);
+        CHECK(v->kind == node_kind::exclusive);
+        CHECK(v->seq == 12);
+    }
+    const auto kazoo = parse_queue_view("0123456789abcdef0123456789abcdef__lock__0000000003");
+    REQUIRE(kazoo);
+    CHECK(kazoo->library == zklock::lock_library::kazoo);
+    CHECK(kazoo->what == &mutex_recipe);
+    // Cohort mode applies to the locks, not to the semaphore nor the election.
+    CHECK(mutex_recipe.cohort);
+    CHECK(writer_recipe.cohort);
+    CHECK(reader_recipe.cohort);
+    CHECK_FALSE(semaphore_recipe.cohort);
+    CHECK_FALSE(election_recipe.cohort);
 }

@@ -235,7 +235,7 @@ public:
     /// later saw it as the head of their own listing.
     bool mark_on_release() const noexcept
     {
-        return policy_.kind == node_kind::exclusive && (!by_listing_ || listed_successor_);
+        return policy_.kind() == node_kind::exclusive && (!by_listing_ || listed_successor_);
     }
     /// The queue position we last saw (0 = head), for diagnostics.
     std::size_t last_position() const noexcept { return position_; }
@@ -299,7 +299,7 @@ private:
     std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
     std::vector<std::string> candidates_;  // after a lost create reply: nodes with our id, oldest first
     error_code abort_;
-    std::uint64_t id_;  // our node's name prefix is node_prefix(policy_.kind, id_, policy_.rw_names): built per create, not kept
+    std::uint64_t id_;  // our node's name prefix is node_prefix(*policy_.what, id_, policy_.marker): built per create, not kept
     std::int64_t czxid_ = 0;
     std::size_t position_ = 0;
     std::size_t listed_size_ = 0;    // children in our latest listing

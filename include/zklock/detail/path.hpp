@@ -61,18 +61,19 @@ constexpr kind_set kind_bit(node_kind k) noexcept
     return static_cast<kind_set>(1u << static_cast<unsigned>(k));
 }
 
+struct recipe;
+
 /// A parsed queue node. zklock's own: "<kind>-<16 hex digit id>-<marker><sequence>", e.g.
-/// "x-00ab12cd34ef5678-lock-0000000042", where the marker is the one Apache Curator uses for the
-/// same recipe, so that Curator sees our nodes as contenders of the right kind: "lock-" for a
-/// mutex (InterProcessMutex), "__WRIT__" / "__READ__" for a shared_mutex's writers / readers
-/// (InterProcessReadWriteLock), none for semaphore permits. Names without a marker (zklock before
-/// 0.2) are recognised too.
+/// "x-00ab12cd34ef5678-lock-0000000042", where the marker is its recipe's (see recipe.hpp), the
+/// one another library uses for the same recipe so that it sees our nodes as contenders of the
+/// right kind. Names without a marker (zklock before 0.2) are recognised too.
 struct queue_node {
     std::string name;  ///< the child name as listed
     node_kind kind;
     std::uint64_t id;  ///< the acquiring attempt's unique id (0 for another library's node)
     std::int64_t seq;  ///< ZooKeeper's sequence suffix
     lock_library library = lock_library::zklock;
+    const recipe* what = nullptr;  ///< the recipe its name says it belongs to
 };
 
 /// A queue node parsed in place: `name` views the listed child name (no allocation).
@@ -82,19 +83,14 @@ struct queue_view {
     std::uint64_t id;
     std::int64_t seq;
     lock_library library = lock_library::zklock;
+    const recipe* what = nullptr;  ///< the recipe its name says it belongs to
 };
 
 /// Parses one child name without copying it; nullopt for anything that is not a queue node of
-/// zklock, Curator ("...lock-<seq>", "...__READ__<seq>", "...__WRIT__<seq>") or Kazoo
-/// ("...__lock__<seq>", "...__rlock__<seq>").
+/// zklock or one of the foreign names a recipe lists (Curator's "...lock-<seq>",
+/// "...__READ__<seq>", "...__WRIT__<seq>", "...latch-<seq>"; Kazoo's "...__lock__<seq>",
+/// "...__rlock__<seq>").
 std::optional<queue_view> parse_queue_view(std::string_view child) noexcept;
-
-/// The marker zklock puts before the sequence (see queue_node).
-std::string_view kind_marker(node_kind kind, bool rw_names) noexcept;
-
-/// The name prefix of an attempt's node, e.g. "x-00ab12cd34ef5678-lock-" (rw_names: a
-/// shared_mutex's writer, "x-...-__WRIT__").
-std::string node_prefix(node_kind kind, std::uint64_t id, bool rw_names = false);
 
 /// Parses one child name; nullopt for anything that is not a queue node.
 std::optional<queue_node> parse_queue_node(std::string_view child) noexcept;

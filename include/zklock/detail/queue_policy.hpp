@@ -1,9 +1,10 @@
-// What a lock object asks of the queue: the kind of its node and the grant rule that kind
-// follows. Small on purpose: the public lock headers include it (the acquire's state machine,
-// acquire_fsm.hpp, is the library's own).
+// What a lock object asks of the queue: its recipe (the kind of its node, and so the grant rule
+// it follows) and the recipe's parameters. Small on purpose: the public lock headers include it
+// (the acquire's state machine, acquire_fsm.hpp, is the library's own).
 #pragma once
 
 #include <zklock/detail/path.hpp>
+#include <zklock/detail/recipe.hpp>
 
 #include <cstdint>
 
@@ -11,10 +12,21 @@ namespace zklock::detail {
 
 /// Decides, from the queue, whether a node holds what it asked for.
 struct queue_policy {
-    node_kind kind = node_kind::exclusive;  ///< the kind of our own node
-    std::uint32_t permits = 1;              ///< semaphore permits (kind == permit)
-    bool rw_names = false;                  ///< a shared_mutex's writer: named "__WRIT__" (see node_prefix)
-    bool count_known = false;               ///< permit: the path's stored count was verified before
+    const recipe* what = &mutex_recipe;  ///< never null
+    std::uint32_t permits = 1;           ///< semaphore permits (kind() == permit)
+    std::uint8_t marker = 0;             ///< which of the recipe's markers our node's name carries
+    bool count_known = false;            ///< permit: the path's stored count was verified before
+
+    constexpr queue_policy() noexcept = default;
+    constexpr queue_policy(const recipe& r, std::uint32_t permits_ = 1, std::uint8_t marker_ = 0) noexcept
+        : what(&r), permits(permits_), marker(marker_)
+    {
+    }
+    /// The base recipe of `k` (mutex, shared_mutex's reader, semaphore).
+    constexpr queue_policy(node_kind k, std::uint32_t permits_ = 1) noexcept : what(&base_recipe(k)), permits(permits_) {}
+
+    /// The kind of our own node.
+    constexpr node_kind kind() const noexcept { return what->kind; }
 };
 
 /// The one grant rule every recipe is an instance of. A node holds when fewer than `window`
@@ -39,5 +51,7 @@ struct grant_rule {
 /// before); reader, only exclusive nodes count (the nearest writer); permit, only permit nodes
 /// count, window the permit count (the permit node `permits` places before ours).
 grant_rule rule_of(const queue_policy& policy) noexcept;
+/// The rule of a node of `kind` (a permit node: with `permits` permits).
+grant_rule rule_of(node_kind kind, std::uint32_t permits = 1) noexcept;
 
 }  // namespace zklock::detail
