@@ -62,6 +62,7 @@ public:
             return "The server does not speak TLS on this port (a plaintext port?).";
         case errc::tls_client_certificate_refused:
             return "The server refused the client's TLS certificate (missing, or not signed by a CA it trusts).";
+        case errc::no_leader: return "The election has no leader: nobody is campaigning.";
         case errc::tls_required:
             return "The server accepts only TLS on this port: configure session_config::tls (or use its plaintext "
                    "port).";

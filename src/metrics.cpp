@@ -112,6 +112,7 @@ const char* errc_name(errc e) noexcept
     case errc::tls_server_not_tls: return "tls_server_not_tls";
     case errc::tls_client_certificate_refused: return "tls_client_certificate_refused";
     case errc::tls_required: return "tls_required";
+    case errc::no_leader: return "no_leader";
     }
     return nullptr;
 }

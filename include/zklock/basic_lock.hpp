@@ -130,6 +130,8 @@ protected:
     }
 
     const detail::queue_policy& policy() const noexcept { return policy_; }
+    const detail::session_ptr& session_handle() const noexcept { return s_; }
+    const std::shared_ptr<const std::string>& path_ptr() const noexcept { return path_; }
 
 private:
     detail::session_ptr s_;

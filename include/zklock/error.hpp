@@ -56,6 +56,7 @@ enum class errc {
     tls_client_certificate_refused,  ///< The server refused the client certificate (none given,
                                      ///< or one it does not trust).
     tls_required,         ///< TLS is not configured but the server speaks only TLS (its secure port).
+    no_leader,            ///< An election has no candidate now (election::async_leader).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -199,6 +199,10 @@ public:
             token, state_);
     }
 
+protected:
+    /// For the recipes whose grant is a lease with more to it (zklock::leadership).
+    const std::shared_ptr<detail::lease_state>& state() const noexcept { return state_; }
+
 private:
     friend struct detail::lease_access;
     std::shared_ptr<detail::lease_state> state_;

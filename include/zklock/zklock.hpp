@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/basic_lock.hpp>
 #include <zklock/lease.hpp>

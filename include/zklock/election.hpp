@@ -1,0 +1,242 @@
+// zklock/election.hpp — leader election on a ZooKeeper path.
+//
+// Each campaign queues an ephemeral sequential candidate node holding the candidate's value; the
+// oldest candidate leads. A candidate waits on the one just before it, like a mutex's waiter (no
+// herd), so leadership passes in queue order when the leader resigns, dies or loses its session.
+// A leadership is a lease (zklock/lease.hpp): fencing token, loss notice, guarded writes, plus
+// async_resign() and async_proclaim(value). Observers follow the leader and its value without
+// campaigning.
+//
+// Other libraries' candidates on the same path are candidates here too, in queue order: Apache
+// Curator's LeaderLatch ("...latch-<seq>"), its LeaderSelector (an InterProcessMutex,
+// "...lock-<seq>") and Kazoo's Election (a Kazoo Lock, "<uuid>__lock__<seq>"). For them to see
+// ours, name ours as they name theirs (election_options::names). Each of those libraries sees only
+// its own names (Curator's LeaderLatch sorts any other name by the whole name), so one election
+// path serves zklock and one of them.
+#pragma once
+
+#include <zklock/basic_lock.hpp>
+#include <zklock/detail/mapped_handler.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zklock {
+
+/// How an election names its candidates: as the library it shares the path with does.
+enum class election_names : std::uint8_t {
+    curator_latch,     ///< "x-<id>-latch-<seq>": Apache Curator's LeaderLatch sees them (the default)
+    kazoo,             ///< "x-<id>-__lock__<seq>": Kazoo's Election (a Kazoo Lock) sees them
+    curator_selector,  ///< "x-<id>-lock-<seq>": Curator's LeaderSelector (an InterProcessMutex), and
+                       ///< a zklock::mutex on the path, see them
+};
+
+struct election_options {
+    election_names names = election_names::curator_latch;
+};
+
+/// Who leads an election, as one look at it found.
+struct leader_info {
+    std::string node;   ///< the leader's candidate node (its name under the election path); empty: no leader
+    std::string value;  ///< its value (its node's data: what async_campaign or async_proclaim stored)
+    std::int64_t sequence = 0;  ///< the node's sequence number (queue order)
+    lock_library library = lock_library::zklock;  ///< which library made it
+    zklock::stat stat;  ///< the node's stat (czxid: the leadership's fencing token; ephemeral_owner: its session)
+
+    explicit operator bool() const noexcept { return !node.empty(); }
+};
+
+class leadership;
+
+namespace detail {
+class observer_state;
+void initiate_leader(session_ptr s, std::string path, handler<error_code, leader_info> h);
+void initiate_proclaim(std::shared_ptr<lease_state> s, std::string value, handler<error_code> h);
+std::shared_ptr<observer_state> start_observer(session_ptr s, std::string path);
+void initiate_observe_next(std::shared_ptr<observer_state> o, handler<error_code, leader_info> h);
+void stop_observer(observer_state& o) noexcept;
+}  // namespace detail
+
+/// Leading an election: a lease on our candidate node (see lease for the loss notice, the
+/// fencing token and the guarded writes), with the election's words for releasing it and for
+/// updating the value observers see.
+class leadership : public lease {
+public:
+    leadership() noexcept = default;
+    explicit leadership(lease l) noexcept : lease(std::move(l)) {}
+
+    /// Whether we lead, as far as this process knows (lease::owns_lock: not released, not lost).
+    bool is_leader() const noexcept { return owns_lock(); }
+
+    /// Gives leadership up: deletes our candidate node (lease::async_release), so the next
+    /// candidate in queue order leads. Completion signature: void(error_code); as async_release.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_resign(Token&& token = {})
+    {
+        return async_release(std::forward<Token>(token));
+    }
+
+    /// Stores `value` as the leader's value (our node's data), while we still lead: one guarded
+    /// transaction (see lease::async_guarded_multi), so a leader that has lost its node writes
+    /// nothing. Observers see the new value.
+    ///
+    /// Completion signature: void(error_code).
+    /// Errors: errc::lock_lost (our node is gone: nothing was written), errc::session_expired,
+    /// errc::already_released (empty or resigned: nothing sent), errc::request_too_large; a
+    /// connection loss (zk_errc::connection_loss) leaves the outcome unknown, as for any write.
+    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
+    /// the write's outcome is the server's. Thread safety: from the session's executor.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_proclaim(std::string value, Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s, std::string v) {
+                detail::initiate_proclaim(std::move(s), std::move(v), std::move(h));
+            },
+            token, state(), std::move(value));
+    }
+};
+
+/// Follows an election's leader: each change of leader, or of the leader's value, once. Made by
+/// election::observe(); the observation runs from then until the observer is destroyed.
+///
+/// It lists the candidates once, then watches only the leader's node (a data watch: a deletion
+/// or a new value fires it). When the leader goes, the next candidate it listed leads (sequence
+/// numbers only grow, so a candidate that joined later is never ahead of one it knows); it lists
+/// again only when every candidate it knew of is gone. Across a lost connection its watches stay;
+/// after a session expiry it lists again on the new session.
+class election_observer {
+public:
+    election_observer() noexcept = default;
+    election_observer(election_observer&&) noexcept = default;
+    election_observer& operator=(election_observer&& other) noexcept
+    {
+        if (this != &other) {
+            stop();
+            o_ = std::move(other.o_);
+        }
+        return *this;
+    }
+    ~election_observer() { stop(); }
+
+    /// Completes with the leader once it differs from what the previous call delivered (the first
+    /// call: once the observer has looked). Changes in between are not queued: the latest state is
+    /// delivered, so a slow reader never misses the last change and never reads a stale one. An
+    /// empty leader_info means the election has no leader now.
+    ///
+    /// Completion signature: void(error_code, leader_info).
+    /// Errors: errc::session_closed (the session was closed: the observation ends),
+    /// errc::not_connected (the session was never connected),
+    /// errc::operation_in_progress (another async_next is pending), errc::invalid_path (the
+    /// election's path), zk_errc::no_auth, asio::error::operation_aborted (cancelled, or the
+    /// observer was destroyed).
+    /// Executor: the handler's associated executor (default: the session's); never completes
+    /// inside this call.
+    /// Cancellation: terminal, partial and total alike complete at once with operation_aborted;
+    /// the observation goes on (the change is delivered by the next call).
+    /// Thread safety: from the session's executor.
+    template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
+    auto async_next(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, leader_info)>(
+            [](auto h, std::shared_ptr<detail::observer_state> o) {
+                detail::initiate_observe_next(std::move(o), std::move(h));
+            },
+            token, o_);
+    }
+
+private:
+    friend class election;
+    explicit election_observer(std::shared_ptr<detail::observer_state> o) noexcept : o_(std::move(o)) {}
+    void stop() noexcept
+    {
+        if (o_) detail::stop_observer(*o_);
+        o_.reset();
+    }
+    std::shared_ptr<detail::observer_state> o_;
+};
+
+/// An election bound to a session and a path. Cheap, like a lock object: every campaign is
+/// independent (one object may run several, each its own candidate).
+class election : private basic_lock {
+public:
+    using basic_lock::duration;
+    using basic_lock::executor_type;
+    using basic_lock::get_executor;
+    using basic_lock::path;
+
+    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
+    election(session& s, std::string path) : election(s, std::move(path), election_options{}) {}
+    election(session& s, std::string path, election_options options)
+        : basic_lock(s, std::move(path), lock_options{},
+                     detail::queue_policy{detail::election_recipe, 1, static_cast<std::uint8_t>(options.names)})
+    {
+    }
+
+    /// Campaigns with `value` (empty: "<hostname>:<pid>"): queues our candidate node holding it
+    /// and completes once it leads, waiting at most `timeout` (<= 0: only if nobody leads now).
+    ///
+    /// Completion signature: void(error_code, leadership).
+    /// Everything basic_lock::async_acquire documents holds, the same way: the executor, the
+    /// per-state cancellation table (a cancelled or timed-out campaign leaves no candidate node
+    /// behind), the deadline that holds whatever the network does, the errors (errc::timeout,
+    /// errc::would_block, errc::request_too_large for a value that does not fit, ...), lifetimes
+    /// and thread safety. Cohort mode does not apply.
+    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    auto async_campaign(std::string value, duration timeout, Token&& token = {})
+    {
+        return campaign(std::move(value), timeout <= duration::zero(), timeout <= duration::zero() ? std::nullopt : std::optional(timeout),
+                        std::forward<Token>(token));
+    }
+    /// Campaigns with `value`, waiting until we lead or the operation is cancelled.
+    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    auto async_campaign(std::string value, Token&& token = {})
+    {
+        return campaign(std::move(value), false, std::nullopt, std::forward<Token>(token));
+    }
+
+    /// Who leads now: one listing of the candidates, then the leader's node (and the next one's,
+    /// if it went in between).
+    ///
+    /// Completion signature: void(error_code, leader_info).
+    /// Errors: errc::no_leader (no candidate, or no such path), errc::invalid_path (nothing
+    /// sent), errc::not_connected, errc::session_expired, errc::session_closed, errc::chroot_missing,
+    /// zk_errc::no_auth, connection errors.
+    /// Executor: the handler's associated executor (default: the session's); never completes
+    /// inside this call.
+    /// Cancellation: terminal, partial and total alike complete at once with operation_aborted
+    /// (nothing to undo: replies that come later are dropped).
+    /// Lifetimes: the session's state is kept alive by the operation. Thread safety: from the
+    /// session's executor.
+    template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
+    auto async_leader(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code, leader_info)>(
+            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_leader(std::move(s), std::move(p), std::move(h)); },
+            token, session_handle(), path());
+    }
+
+    /// Starts following the leader (see election_observer). Sends its first request at once.
+    /// Thread safety: from the session's executor.
+    election_observer observe() const { return election_observer(detail::start_observer(session_handle(), path())); }
+
+private:
+    template <class Token>
+    auto campaign(std::string value, bool try_only, std::optional<duration> timeout, Token&& token)
+    {
+        auto options = std::make_shared<lock_options>();
+        options->owner_info = std::move(value);
+        detail::acquire_request req{path_ptr(), policy(), try_only, false, false, timeout, std::move(options), nullptr};
+        return asio::async_initiate<Token, void(error_code, leadership)>(
+            [](auto h, detail::session_ptr sp, detail::acquire_request r) {
+                detail::initiate_acquire(std::move(sp), std::move(r),
+                                         detail::mapped_handler{std::move(h), [](auto&& inner, error_code ec, lease l) {
+                                             std::move(inner)(ec, leadership(std::move(l)));
+                                         }});
+            },
+            token, session_handle(), std::move(req));
+    }
+};
+
+}  // namespace zklock
