@@ -181,6 +181,19 @@ std::string handoff_mark(std::string_view node_name)
 
 bool is_handoff_mark(std::string_view data) noexcept { return data.starts_with(mark_prefix); }
 
+namespace {
+constexpr std::string_view downgrade_prefix = "zklock-downgraded ";
+}  // namespace
+
+std::string downgrade_mark(std::string_view owner)
+{
+    std::string m(downgrade_prefix);
+    m += owner;
+    return m;
+}
+
+bool is_downgrade_mark(std::string_view data) noexcept { return data.starts_with(downgrade_prefix); }
+
 acquire_fsm::acquire_fsm(std::string dir, queue_policy policy, std::uint64_t attempt_id, bool try_only)
     : acquire_fsm(std::make_shared<const std::string>(std::move(dir)), policy, attempt_id, try_only)
 {
@@ -505,10 +518,23 @@ acquire_fsm::action acquire_fsm::wait_event()
     return a;
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(error_code ec)
+acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, std::string_view data)
 {
     if (state_ != state::watching) return {};
     if (abort_) return remove();
+    if (!ec && policy_.kind() == node_kind::shared && is_downgrade_mark(data)) {
+        // The writer we wait on holds a read lock now. Granted, once we know our own node is still
+        // there: its watch's reply comes before this one (the driver sends it first). Asked for
+        // once; if it is not in place even so, wait for the writer's node to go, as before.
+        if (!own_confirmed_) {
+            if (own_watched_) return wait_event();
+            own_watched_ = true;
+            return watch();
+        }
+        fast_ = true;
+        marked_ = by_listing_ = false;
+        return finish({});
+    }
     if (!ec) return wait_event();
     if (ec == zk_errc::no_node) return list();  // it went before we could watch it: look again
     if (auto a = retry_or_lost(ec, state::listing)) return *a;

@@ -201,8 +201,8 @@ private:
             if (watch_) watch_->cancel_wait();
             waiting_on_ = nullptr;
             watch_ = s_->make_watch();
-            s_->get_data(a.path, watch_, [self](error_code ec, std::string, zklock::stat) {
-                self->run(self->fsm_.on_watch_set(ec));
+            s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat) {
+                self->run(self->fsm_.on_watch_set(ec, data));
             });
             break;
         case ak::wait_event:

@@ -1,6 +1,7 @@
 #include "lease_state.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
+#include <zklock/detail/recipe.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 
@@ -474,3 +475,60 @@ error_code lease::lost_reason() const noexcept { return state_ ? state_->lost_re
 bool lease::revocation_requested() const noexcept { return state_ && state_->revocation_requested(); }
 
 }  // namespace zklock
+
+namespace zklock::detail {
+
+namespace {
+
+// One downgrade: read our node's data, then write the mark in front of it (on the version read,
+// so that a revocation request written in between is not overwritten: then read again).
+class downgrade_op : public std::enable_shared_from_this<downgrade_op> {
+public:
+    downgrade_op(std::shared_ptr<lease_state> s, handler<error_code> h)
+        : s_(std::move(s)), h_(std::move(h), s_->session()->executor())
+    {
+    }
+
+    void read()
+    {
+        s_->session()->get_data(s_->node(), nullptr, [self = shared_from_this()](error_code ec, std::string data, zklock::stat st) {
+            if (ec) return self->finish(ec);
+            if (is_downgrade_mark(data)) return self->finish({});
+            self->s_->session()->set_data(self->s_->node(), downgrade_mark(data), st.version,
+                                          [self](error_code ec2, zklock::stat) {
+                                              if (ec2 == zk_errc::bad_version && ++self->tries_ < 8) return self->read();
+                                              self->finish(ec2);
+                                          });
+        });
+    }
+
+private:
+    void finish(error_code ec)
+    {
+        if (ec == zk_errc::no_node) {
+            s_->node_gone();
+            ec = errc::lock_lost;
+        } else if (ec == zk_errc::session_expired) {
+            ec = errc::session_expired;
+        }
+        h_.complete(ec);
+    }
+
+    std::shared_ptr<lease_state> s_;
+    stored_handler<error_code> h_;
+    int tries_ = 0;
+};
+
+}  // namespace
+
+void initiate_downgrade(std::shared_ptr<lease_state> s, handler<error_code> h)
+{
+    if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
+    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), errc::lock_lost);
+    const auto node = parse_queue_view(base_name(s->node()));
+    if (s->local_seq() != 0 || !node || node->what != &writer_recipe || node->library != lock_library::zklock)
+        return post_now<error_code>(s, std::move(h), errc::invalid_argument);
+    std::make_shared<downgrade_op>(std::move(s), std::move(h))->read();
+}
+
+}  // namespace zklock::detail

@@ -49,6 +49,7 @@ struct lease_access;
 void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h);
+void initiate_downgrade(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h);
 void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op> ops,
                             handler<error_code, std::vector<multi_result>> h);
@@ -183,6 +184,34 @@ public:
                 detail::initiate_guarded_multi(std::move(s), std::move(o), std::move(h));
             },
             token, state_, std::move(ops));
+    }
+
+    /// A shared_mutex writer's lease becomes a reader's, with no writer let in between: the lease
+    /// keeps its node, its place and its fencing token, and now shares the lock with readers.
+    /// zklock readers queued behind it (up to the next writer) are granted at once, and later
+    /// readers too; a writer queued behind it still waits for its release. (Curator's
+    /// InterProcessReadWriteLock downgrades by taking a new read lock and releasing the write
+    /// lock, which lets a writer queued meanwhile hold the lock with the downgraded reader.)
+    ///
+    /// How: one write of our node's data (a downgrade mark, then the owner text it held), which
+    /// a reader waiting on our node reads with its watch. Readers of other libraries do not know
+    /// the mark: they wait for the release, as before. A revocation request written into the node
+    /// afterwards replaces the mark: readers not granted yet then wait for the release too.
+    /// Downgrading a downgraded lease succeeds at once.
+    ///
+    /// Completion signature: void(error_code).
+    /// Errors: errc::invalid_argument (not a shared_mutex writer's lease: a mutex's, a reader's,
+    /// a permit's, or a cohort lease), errc::already_released, errc::lock_lost (our node is gone:
+    /// nothing was written), errc::session_expired, connection errors (a connection loss leaves
+    /// the outcome unknown: downgrade again).
+    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
+    /// the write's outcome is the server's. Thread safety: from the session's executor.
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_downgrade(Token&& token = {})
+    {
+        return asio::async_initiate<Token, void(error_code)>(
+            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_downgrade(std::move(s), std::move(h)); },
+            token, state_);
     }
 
     /// True once revocation has been seen requested (by a watch: see async_wait_revocation).

@@ -383,3 +383,70 @@ TEST_CASE("cooperative revocation: a holder is asked to give the lock up")
         CHECK(mine.owns_lock());
     });
 }
+
+TEST_CASE("shared_mutex: a writer downgrades to a reader and no queued writer gets in between")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto ss = co_await open_sessions(4);
+        const auto path = unique_path("downgrade");
+        shared_mutex m0{ss[0], path}, m1{ss[1], path}, m2{ss[2], path}, m3{ss[3], path};
+
+        // W1 holds; behind it a reader R1, a writer W2, a reader R2.
+        auto w1 = co_await m0.async_acquire(5s);
+        lease r1, w2, r2;
+        asio::co_spawn(ex, [&]() -> awaitable<void> { r1 = co_await m1.async_acquire_shared(20s); }, asio::detached);
+        CHECK(co_await wait_children(ss[0], path, 2) == 2);
+        asio::co_spawn(ex, [&]() -> awaitable<void> { w2 = co_await m2.async_acquire(20s); }, asio::detached);
+        CHECK(co_await wait_children(ss[0], path, 3) == 3);
+        asio::co_spawn(ex, [&]() -> awaitable<void> { r2 = co_await m3.async_acquire_shared(20s); }, asio::detached);
+        CHECK(co_await wait_children(ss[0], path, 4) == 4);
+        co_await sleep_for(100ms);
+        CHECK_FALSE(r1.owns_lock());
+
+        const auto token = w1.fencing_token();
+        co_await w1.async_downgrade();
+        // R1 shares the lock with the downgraded W1 at once; W2 and the reader behind it wait.
+        CHECK(co_await eventually([&] { return r1.owns_lock(); }, 5s));
+        CHECK(w1.owns_lock());
+        CHECK(w1.fencing_token() == token);
+        co_await sleep_for(300ms);
+        CHECK_FALSE(w2.owns_lock());
+        CHECK_FALSE(r2.owns_lock());
+        auto [lec, listing] = co_await async_list_queue(ss[0], path, tuple);
+        REQUIRE(listing.entries.size() == 4);
+        CHECK(listing.entries[0].data.starts_with("zklock-downgraded "));
+
+        // Downgrading again is a no-op; the two reads end, then W2, then R2.
+        CHECK(co_await w1.async_downgrade(tuple) == std::tuple{error_code()});
+        co_await w1.async_release();
+        co_await sleep_for(200ms);
+        CHECK_FALSE(w2.owns_lock());
+        co_await r1.async_release();
+        CHECK(co_await eventually([&] { return w2.owns_lock(); }));
+        CHECK_FALSE(r2.owns_lock());
+        co_await w2.async_release();
+        CHECK(co_await eventually([&] { return r2.owns_lock(); }));
+        co_await r2.async_release();
+
+        // A reader that queues after the downgrade is granted at once too.
+        auto w3 = co_await m0.async_acquire(5s);
+        co_await w3.async_downgrade();
+        auto r3 = co_await m1.async_acquire_shared(5s);
+        CHECK(r3.owns_lock());
+        auto [tec, w4] = co_await m2.async_try_acquire(tuple);
+        CHECK(tec == errc::would_block);
+        co_await r3.async_release();
+        co_await w3.async_release();
+
+        // Only a shared_mutex writer's lease downgrades.
+        mutex plain{ss[0], unique_path("downgrade-mutex")};
+        auto held = co_await plain.async_acquire(5s);
+        CHECK(co_await held.async_downgrade(tuple) == std::tuple{error_code(errc::invalid_argument)});
+        auto r4 = co_await m1.async_acquire_shared(5s);
+        CHECK(co_await r4.async_downgrade(tuple) == std::tuple{error_code(errc::invalid_argument)});
+        co_await r4.async_release();
+        CHECK(co_await r4.async_downgrade(tuple) == std::tuple{error_code(errc::already_released)});
+        co_await held.async_release();
+    });
+}

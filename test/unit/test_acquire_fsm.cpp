@@ -1138,3 +1138,64 @@ TEST_CASE("a semaphore's permit count: read, claimed if absent, verified once pe
         }
     }
 }
+
+TEST_CASE("downgrade: a reader whose nearest writer holds a downgrade mark is granted, a writer is not")
+{
+    {
+        // Our reader (seq 7) behind the holding writer (seq 2) and a reader (seq 4): the writer is
+        // the head, so our own node's watch goes out with the first watch.
+        acquire_fsm f(dir, {node_kind::shared}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7, 'r'), 70, ok, {name(2, 2), name(3, 4, 'r'), name(me, 7, 'r')});
+        REQUIRE(a.kind == ak::watch);
+        CHECK(a.path == path(2, 2));  // the nearest writer
+        CHECK(a.watch_own);
+        CHECK(f.on_own_watch(true).kind == ak::none);
+        a = f.on_watch_set(ok, downgrade_mark("host:1"));
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+    }
+    // Our reader behind a holder (seq 1) and a waiting writer (seq 2), which we wait on.
+    const std::vector<std::string> queue{name(8, 1), name(2, 2), name(me, 7, 'r')};
+    {
+        // Seq 2 is granted and downgrades while we wait: the data change fires our watch; the mark
+        // is read; our own node's watch is asked for, then the writer read again behind it.
+        acquire_fsm f(dir, {node_kind::shared}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7, 'r'), 70, ok, queue);
+        REQUIRE(a.kind == ak::watch);
+        CHECK(a.path == path(2, 2));
+        CHECK_FALSE(a.watch_own);
+        CHECK(f.on_watch_set(ok, "host:1").kind == ak::wait_event);
+        REQUIRE(f.on_watch_fired(false).kind == ak::watch);
+        a = f.on_watch_set(ok, downgrade_mark("host:1"));
+        REQUIRE(a.kind == ak::watch);
+        CHECK(a.watch_own);
+        f.on_own_watch(true);
+        a = f.on_watch_set(ok, downgrade_mark("host:1"));
+        CHECK(a.kind == ak::done);
+        CHECK_FALSE(a.ec);
+    }
+    {
+        // The own watch could not be set: no grant on the mark; wait for the writer to go.
+        acquire_fsm f(dir, {node_kind::shared}, me, false);
+        f.start();
+        f.on_create(ok, path(me, 7, 'r'), 70, ok, queue);
+        CHECK(f.on_watch_set(ok, downgrade_mark("h")).kind == ak::watch);
+        f.on_own_watch(false);
+        CHECK(f.on_watch_set(ok, downgrade_mark("h")).kind == ak::wait_event);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+    }
+    {
+        // A writer waits on whatever is before it, marked or not.
+        acquire_fsm f(dir, queue_policy{writer_recipe}, me, false);
+        f.start();
+        auto a = f.on_create(ok, path(me, 7), 70, ok, {name(2, 2), name(me, 7)});
+        REQUIRE(a.kind == ak::watch);
+        f.on_own_watch(true);
+        CHECK(f.on_watch_set(ok, downgrade_mark("h")).kind == ak::wait_event);
+    }
+    CHECK(is_downgrade_mark(downgrade_mark("x")));
+    CHECK_FALSE(is_downgrade_mark("host:1"));
+    CHECK_FALSE(is_downgrade_mark(handoff_mark("x-1")));
+}

@@ -77,6 +77,12 @@ std::string handoff_mark(std::string_view node_name);
 /// Whether a lock path's data is a handoff mark (a semaphore treats it as "no count stored").
 bool is_handoff_mark(std::string_view data) noexcept;
 
+/// The data a shared_mutex writer's node holds once its holder downgraded it to a read lock
+/// (lease::async_downgrade): the mark, then the node's data before (its owner).
+std::string downgrade_mark(std::string_view owner);
+/// Whether a node's data is a downgrade mark.
+bool is_downgrade_mark(std::string_view data) noexcept;
+
 /// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue).
 struct verdict {
     bool acquired = false;
@@ -180,8 +186,11 @@ public:
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
-    /// The watch on the node we wait on is set (or failed).
-    action on_watch_set(error_code ec);
+    /// The watch on the node we wait on is set (or failed), with that node's data. A reader
+    /// whose nearest writer's data is a downgrade mark is granted: that writer held the lock when
+    /// it downgraded, so no other writer is before it, and none between it and us (it is the
+    /// nearest); new nodes only ever queue behind ours.
+    action on_watch_set(error_code ec, std::string_view data = {});
     /// The watched node was deleted (`deleted`) or its data changed.
     /// `queue_hint`: how long the queue was in the latest listing of this session (the driver's
     /// session remembers it): a deletion of an exclusive node is worth a mark read only in a long
