@@ -21,9 +21,9 @@ constinit const recipe election_recipe{"election", node_kind::exclusive, markers
 
 // ---- the election's own operations: the leader, an observer, proclaim ---------------------------
 
-#include "../handler_util.hpp"
-#include "../lease_state.hpp"
-#include "../session_impl.hpp"
+#include "bridge/handler_util.hpp"
+#include "ops/lease_state.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/election.hpp>
 

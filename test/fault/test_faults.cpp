@@ -121,7 +121,7 @@ TEST_CASE("fault 2: a lost delete reply on release and on cancel: the delete is 
         auto& server = fault_server();
         fault_proxy proxy{server.port()};
         // ZKLOCK_TEST_CLIENT_LOG=4 shows the C client's own log (this test found its out-of-order
-        // reply after a silent reconnect, see reply_error() in src/session.cpp).
+        // reply after a silent reconnect, see reply_error() in src/bridge/session.cpp).
         auto scfg = config_for(proxy.connect_string(), 6000ms);
         if (const char* lv = std::getenv("ZKLOCK_TEST_CLIENT_LOG")) scfg.client_log_level = std::atoi(lv);
         session s{ex, scfg};

@@ -1,5 +1,5 @@
-// The session's state machine (src/session_fsm.hpp), driven without a server.
-#include "session_fsm.hpp"
+// The session's state machine (src/bridge/session_fsm.hpp), driven without a server.
+#include "bridge/session_fsm.hpp"
 
 #include <doctest/doctest.h>
 

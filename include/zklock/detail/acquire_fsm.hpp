@@ -1,6 +1,6 @@
 // The acquire algorithm as a state machine that holds no Asio or ZooKeeper object.
 //
-// The driver (src/acquire_op.cpp) performs the action returned by each call and feeds the outcome
+// The driver (src/ops/acquire_op.cpp) performs the action returned by each call and feeds the outcome
 // back as the next event. Every recipe (mutex, shared_mutex, semaphore) uses this machine; they
 // differ only in the queue policy, which decides from the queue whether we hold the lock and, if
 // not, which single node to watch.

@@ -1,4 +1,4 @@
-// The one acquire operation behind every recipe, compiled in src/acquire_op.cpp.
+// The one acquire operation behind every recipe, compiled in src/ops/acquire_op.cpp.
 #pragma once
 
 #include <zklock/config.hpp>

@@ -1,4 +1,4 @@
-// Type-erased entry points of the session, compiled in src/session.cpp.
+// Type-erased entry points of the session, compiled in src/bridge/session.cpp.
 #pragma once
 
 #include <zklock/types.hpp>

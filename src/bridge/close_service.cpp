@@ -1,6 +1,6 @@
-#include "close_service.hpp"
+#include "bridge/close_service.hpp"
 
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <system_error>
 

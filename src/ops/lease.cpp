@@ -1,4 +1,4 @@
-#include "lease_state.hpp"
+#include "ops/lease_state.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/recipe.hpp>

@@ -1,4 +1,4 @@
-#include "watch_table.hpp"
+#include "bridge/watch_table.hpp"
 
 #include <zookeeper/zookeeper.h>
 

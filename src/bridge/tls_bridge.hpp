@@ -12,7 +12,7 @@
 // in a row, the session hears it (it fails async_connect then, not at the connect timeout).
 #pragma once
 
-#include "handler_util.hpp"
+#include "bridge/handler_util.hpp"
 
 #include <zklock/config.hpp>
 

@@ -1,7 +1,7 @@
 // What a lease knows: its node, its token, and whether the session still backs it.
 #pragma once
 
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/lease.hpp>
 

@@ -24,11 +24,11 @@
 // (leases) subscribes as a session_observer: the bridge knows nothing of the recipes.
 #pragma once
 
-#include "handler_util.hpp"
-#include "metrics_state.hpp"
-#include "session_fsm.hpp"
-#include "watch_table.hpp"
-#include "zk_requests.hpp"
+#include "bridge/handler_util.hpp"
+#include "bridge/metrics_state.hpp"
+#include "bridge/session_fsm.hpp"
+#include "bridge/watch_table.hpp"
+#include "bridge/zk_requests.hpp"
 
 #include <zklock/config.hpp>
 #include <zklock/detail/unique_function.hpp>
@@ -165,7 +165,7 @@ public:
     /// `o` hears of every state change from now on, for as long as it lives.
     void subscribe(std::weak_ptr<session_observer> o);
 
-    /// Cohort mode's local queues, by role and lock path (src/cohort.cpp). Held weakly: a cohort
+    /// Cohort mode's local queues, by role and lock path (src/ops/cohort.cpp). Held weakly: a cohort
     /// lives while it has waiters, holders or a ZooKeeper node, and removes its entry as it goes.
     std::unordered_map<std::string, std::weak_ptr<cohort>>& cohorts() noexcept { return cohorts_; }
 

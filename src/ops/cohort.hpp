@@ -1,5 +1,5 @@
 // Cohort mode (lock_options::cohort): the acquires of one session that want the same lock in the
-// same role queue locally behind one ZooKeeper node. See src/cohort.cpp.
+// same role queue locally behind one ZooKeeper node. See src/ops/cohort.cpp.
 #pragma once
 
 #include <zklock/detail/acquire_fwd.hpp>

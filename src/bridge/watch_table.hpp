@@ -2,8 +2,8 @@
 // the watches ZooKeeper has registered for us, by kind and path.
 #pragma once
 
-#include "graveyard.hpp"
-#include "handler_util.hpp"
+#include "bridge/graveyard.hpp"
+#include "bridge/handler_util.hpp"
 
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/types.hpp>

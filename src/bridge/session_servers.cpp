@@ -15,9 +15,9 @@
 // session). The list reaches the C client only while the client has no socket (drive() hands it
 // over before the next connect), where zoo_set_servers never closes anything, and by way of a
 // one-address list no real list shares an address with, so that the change is always seen.
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
-#include "tls_bridge.hpp"
+#include "bridge/tls_bridge.hpp"
 
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>

@@ -1,4 +1,4 @@
-#include "session_fsm.hpp"
+#include "bridge/session_fsm.hpp"
 
 #include <algorithm>
 

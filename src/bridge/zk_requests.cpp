@@ -1,8 +1,8 @@
-#include "zk_requests.hpp"
+#include "bridge/zk_requests.hpp"
 
 #include <cstring>
 
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <atomic>
 #include <cstdio>

@@ -7,7 +7,7 @@
 // client has returned, so no user code and no recipe step ever runs inside the C client.
 #pragma once
 
-#include "graveyard.hpp"
+#include "bridge/graveyard.hpp"
 
 #include <zklock/detail/listing.hpp>
 #include <zklock/detail/unique_function.hpp>

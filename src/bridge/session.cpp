@@ -1,7 +1,7 @@
 // The public zklock::session, and the type-erased entry points behind its templates: each holds
 // the user's handler (stored_handler: work guard, associated executor, cancellation slot) and
 // calls session_impl.
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/session.hpp>
 

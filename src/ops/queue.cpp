@@ -1,6 +1,6 @@
 // async_list_queue and the public path helpers: the queue as the acquiring side sees it.
-#include "handler_util.hpp"
-#include "session_impl.hpp"
+#include "bridge/handler_util.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/path.hpp>

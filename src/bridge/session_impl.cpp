@@ -1,10 +1,10 @@
 // session_impl: the C handle's life, the session's events applied from session_fsm, connect and
 // close, and the requests.
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
-#include "close_service.hpp"
-#include "deadline.hpp"
-#include "tls_bridge.hpp"
+#include "bridge/close_service.hpp"
+#include "bridge/deadline.hpp"
+#include "bridge/tls_bridge.hpp"
 
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>

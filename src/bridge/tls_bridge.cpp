@@ -1,7 +1,7 @@
 // tls_bridge (see tls_bridge.hpp).
-#include "tls_bridge.hpp"
+#include "bridge/tls_bridge.hpp"
 
-#include "zk_requests.hpp"
+#include "bridge/zk_requests.hpp"
 
 #include <zklock/detail/server_list.hpp>
 

@@ -24,10 +24,10 @@
 // larger czxid than any before it (sequence order is creation order).
 //
 // Everything runs on the session's executor; completions of local waiters are always posted.
-#include "cohort.hpp"
+#include "ops/cohort.hpp"
 
-#include "lease_state.hpp"
-#include "session_impl.hpp"
+#include "ops/lease_state.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/path.hpp>

@@ -1,8 +1,8 @@
 // The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
-#include "cohort.hpp"
-#include "deadline.hpp"
-#include "lease_state.hpp"
-#include "session_impl.hpp"
+#include "ops/cohort.hpp"
+#include "bridge/deadline.hpp"
+#include "ops/lease_state.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/acquire_fwd.hpp>

@@ -1,8 +1,8 @@
 // multi_lock: the single acquires in canonical order, then (on failure) the releases, as one
 // operation object driven by the completions of its steps, like acquire_op.
-#include "deadline.hpp"
-#include "handler_util.hpp"
-#include "session_impl.hpp"
+#include "bridge/deadline.hpp"
+#include "bridge/handler_util.hpp"
+#include "bridge/session_impl.hpp"
 
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/multi_lock.hpp>

@@ -1,8 +1,8 @@
 // The reactor loop of session_impl (see session_impl.hpp): interest, readiness, processing, and
 // the queue of completed C callbacks.
-#include "session_impl.hpp"
+#include "bridge/session_impl.hpp"
 
-#include "tls_bridge.hpp"
+#include "bridge/tls_bridge.hpp"
 
 #include <zklock/detail/server_list.hpp>
 
