@@ -20,50 +20,70 @@ namespace zklock::cli {
 
 namespace {
 
+// Which commands take an option (a bit per mode that reads options).
+enum applies_to : unsigned {
+    to_run = 1,
+    to_list = 2,
+    to_elect = 4,
+    to_leader = 8,
+    to_all = to_run | to_list | to_elect | to_leader,
+};
+
 struct option_spec {
     std::string_view long_name;
     char short_name;  // 0: none
     std::string_view value_name;  // empty: a flag
     std::string_view help;
-    bool for_list;  // also accepted by `zklock list`
+    unsigned applies;  // applies_to bits
 };
 
-constexpr std::array<option_spec, 14> specs{{
+constexpr std::array<option_spec, 17> specs{{
     {"servers", 0, "H:P,...",
      "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
      "else 127.0.0.1:2181.",
-     true},
+     to_all},
     {"timeout", 'w', "DURATION",
-     "Give up (status 75) if the lock is not acquired within DURATION. 0 means --try. Default: wait until "
-     "acquired.",
-     false},
-    {"try", 'n', "", "Fail at once (status 75) if the lock is taken.", false},
-    {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", false},
+     "Give up (status 75) if the lock (elect: leadership) is not acquired within DURATION. 0 means --try. "
+     "Default: wait until acquired.",
+     to_run | to_elect},
+    {"try", 'n', "", "Fail at once (status 75) if the lock is taken (elect: if someone leads).", to_run | to_elect},
+    {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", to_run},
     {"session-timeout", 0, "DURATION",
      "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks, and zklock warns when it "
-     "did). If zklock cannot reach a server for this long, the lock is lost.",
-     false},
+     "did). If zklock cannot reach a server for this long, the lock (leadership) is lost.",
+     to_run | to_elect | to_leader},
     {"connect-timeout", 0, "DURATION",
-     "Give up (status 69) if no server accepts a session within DURATION (default 10s).", true},
+     "Give up (status 69) if no server accepts a session within DURATION (default 10s).", to_all},
     {"kill-after", 0, "DURATION",
-     "When the lock is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later (default 5s).",
-     false},
+     "When the lock (leadership) is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later "
+     "(default 5s).",
+     to_run | to_elect},
     {"tls", 0, "",
      "Reach the servers over TLS (the ports of their secureClientPort), trusting the system's CAs unless "
      "--tls-ca says otherwise. Any --tls-* option implies it.",
-     true},
+     to_all},
     {"tls-ca", 0, "FILE", "PEM file of the CAs to trust for the servers' certificates. Default: $ZKLOCK_TLS_CA.",
-     true},
+     to_all},
     {"tls-cert", 0, "FILE",
-     "PEM client certificate, for servers that ask for one (with --tls-key). Default: $ZKLOCK_TLS_CERT.", true},
-    {"tls-key", 0, "FILE", "PEM private key of --tls-cert. Default: $ZKLOCK_TLS_KEY.", true},
+     "PEM client certificate, for servers that ask for one (with --tls-key). Default: $ZKLOCK_TLS_CERT.", to_all},
+    {"tls-key", 0, "FILE", "PEM private key of --tls-cert. Default: $ZKLOCK_TLS_KEY.", to_all},
     {"owner", 0, "TEXT",
-     "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", false},
+     "Stored in the queue node and shown by 'zklock list' (default: HOST:PID of this zklock).", to_run},
+    {"value", 0, "TEXT",
+     "elect: the candidate's value, stored in its node and shown by 'zklock leader' (default: HOST:PID of "
+     "this zklock).",
+     to_elect},
+    {"names", 0, "NAMES",
+     "elect: name the candidate node as the library sharing PATH names its own: curator-latch (Curator's "
+     "LeaderLatch, the default), kazoo (Kazoo's Election) or curator-selector (Curator's LeaderSelector).",
+     to_elect},
+    {"watch", 0, "", "leader: print each change of leader, one line each, until SIGINT, SIGTERM, SIGHUP or SIGQUIT (status 0).",
+     to_leader},
     {"verbose", 'v', "",
      "Report progress (connected and the session timeout granted, queued and how many ahead, acquired, released) "
      "on stderr.",
-     true},
-    {"help", 'h', "", "Print this help and exit.", true},
+     to_all},
+    {"help", 'h', "", "Print this help and exit.", to_all},
 }};
 
 const option_spec* find_long(std::string_view name)
@@ -81,7 +101,47 @@ const option_spec* find_short(char c)
 }
 
 constexpr std::string_view usage_line =
-    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock list [OPTIONS] LOCKPATH | zklock --help";
+    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock list [OPTIONS] LOCKPATH | "
+    "zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | zklock leader [OPTIONS] PATH | zklock --help";
+constexpr std::string_view elect_usage = "usage: zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...]";
+constexpr std::string_view leader_usage = "usage: zklock leader [--watch] [OPTIONS] PATH";
+
+/// The subcommand word a mode is named by on the command line ("" for run).
+std::string_view subcommand_name(mode m)
+{
+    switch (m) {
+    case mode::list: return "list";
+    case mode::elect: return "elect";
+    case mode::leader: return "leader";
+    default: return "";
+    }
+}
+
+unsigned applies_bit(mode m)
+{
+    switch (m) {
+    case mode::list: return to_list;
+    case mode::elect: return to_elect;
+    case mode::leader: return to_leader;
+    default: return to_run;
+    }
+}
+
+/// Why `spec` is refused in mode `m`: names the command it belongs to, or the option to use instead.
+std::string not_applicable(const option_spec& spec, mode m)
+{
+    const std::string flag = "option '--" + std::string(spec.long_name) + "'";
+    if (m == mode::run) {
+        for (mode other : {mode::elect, mode::leader, mode::list})
+            if (spec.applies == applies_bit(other))
+                return flag + " applies only to 'zklock " + std::string(subcommand_name(other)) + "'";
+        return flag + " does not apply to 'zklock LOCKPATH COMMAND'";
+    }
+    std::string message = flag + " does not apply to 'zklock " + std::string(subcommand_name(m)) + "'";
+    if (m == mode::elect && spec.long_name == "owner") message += " (use --value)";
+    if (m == mode::elect && spec.long_name == "shared") message += " (leadership is exclusive)";
+    return message;
+}
 
 parse_result fail(std::string message) { return {std::nullopt, std::move(message)}; }
 
@@ -132,9 +192,10 @@ std::string format_duration(std::chrono::milliseconds d)
 // produces one-line messages.
 //
 // Syntax: options (--name VALUE, --name=VALUE, -w VALUE, -wVALUE, -sn grouped flags) come before
-// the operands. The first operand is LOCKPATH, or "list" followed by LOCKPATH. In run mode the
-// next operand starts COMMAND: it and everything after it are COMMAND's, options or not. "--" ends
-// the options explicitly.
+// the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader")
+// followed by a path. In run and elect modes the operand after the path starts COMMAND: it and
+// everything after it are COMMAND's, options or not. "--" ends the options explicitly. Each
+// option says which modes take it; any other mode refuses it by name.
 environment environment::of_process()
 {
     environment e;
@@ -152,15 +213,34 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
     return parse_command_line(argc, argv, env);
 }
 
+std::optional<zklock::election_names> parse_election_names(std::string_view text)
+{
+    if (text == "curator-latch") return zklock::election_names::curator_latch;
+    if (text == "kazoo") return zklock::election_names::kazoo;
+    if (text == "curator-selector") return zklock::election_names::curator_selector;
+    return std::nullopt;
+}
+
+std::string_view to_string(zklock::election_names names) noexcept
+{
+    switch (names) {
+    case zklock::election_names::curator_latch: return "curator-latch";
+    case zklock::election_names::kazoo: return "kazoo";
+    case zklock::election_names::curator_selector: return "curator-selector";
+    }
+    return "?";
+}
+
 parse_result parse_command_line(int argc, const char* const* argv, const environment& env)
 {
     std::vector<std::string> operands;
     std::vector<std::pair<const option_spec*, std::string>> given;  // in order; the last one wins
-    bool list = false;
+    mode what = mode::run;  // a subcommand word as the first operand changes it
 
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        const bool command_next = !list && operands.size() == 1;
+        // After LOCKPATH (run) or PATH (elect) comes COMMAND; list and leader take no COMMAND.
+        const bool command_next = (what == mode::run || what == mode::elect) && operands.size() == 1;
         if (arg == "--") {
             for (++i; i < argc; ++i) operands.emplace_back(argv[i]);
             break;
@@ -201,10 +281,12 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             }
             continue;
         }
-        // An operand.
-        if (operands.empty() && !list && arg == "list") {
-            list = true;
-            continue;
+        // An operand. A lock path is absolute, so a subcommand word is never one.
+        if (operands.empty() && what == mode::run) {
+            if (arg == "list") what = mode::list;
+            else if (arg == "elect") what = mode::elect;
+            else if (arg == "leader") what = mode::leader;
+            if (what != mode::run) continue;
         }
         operands.emplace_back(arg);
         if (command_next) {  // COMMAND: the rest of the line is its, options included
@@ -214,7 +296,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
     }
 
     options o;
-    o.what = list ? mode::list : mode::run;
+    o.what = what;
     o.servers = env.servers && *env.servers ? env.servers : "127.0.0.1:2181";
     const auto set = [](const char* v) { return v && *v; };
     if (set(env.tls_ca)) o.tls_ca = env.tls_ca;
@@ -226,7 +308,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             o.what = mode::help;
             return {o, {}};
         }
-        if (list && !spec->for_list) return fail("option '--" + std::string(name) + "' does not apply to 'zklock list'");
+        if (!(spec->applies & applies_bit(what))) return fail(not_applicable(*spec, what));
         if (spec->value_name == "DURATION") {
             auto d = parse_duration(value);
             if (!d)
@@ -243,6 +325,14 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             else o.connect_timeout = *d;
         } else if (name == "servers") o.servers = value;
         else if (name == "owner") o.owner = value;
+        else if (name == "value") o.value = value;
+        else if (name == "names") {
+            const auto names = parse_election_names(value);
+            if (!names)
+                return fail("invalid --names '" + value + "' (expected curator-latch, kazoo or curator-selector)");
+            o.names = *names;
+        }
+        else if (name == "watch") o.watch = true;
         else if (name == "tls") o.tls = true;
         else if (name == "tls-ca") o.tls_ca = value;
         else if (name == "tls-cert") o.tls_cert = value;
@@ -260,16 +350,27 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
         if (!file->empty() && ::access(file->c_str(), R_OK) != 0)
             return fail(std::string("cannot read ") + flag + " file '" + *file + "': " + std::strerror(errno));
 
-    if (operands.empty()) return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
-    o.lock_path = operands[0];
-    if (list) {
+    const bool election = what == mode::elect || what == mode::leader;
+    if (operands.empty()) {
+        if (what == mode::elect) return fail("missing election PATH; " + std::string(elect_usage));
+        if (what == mode::leader) return fail("missing election PATH; " + std::string(leader_usage));
+        return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
+    }
+    o.path = operands[0];
+    if (what == mode::list) {
         if (operands.size() > 1) return fail("'zklock list' takes one LOCKPATH; unexpected '" + operands[1] + "'");
+    } else if (what == mode::leader) {
+        if (operands.size() > 1) return fail("'zklock leader' takes one PATH; unexpected '" + operands[1] + "'");
+    } else if (operands.size() < 2) {
+        if (what == mode::elect) return fail("missing COMMAND to run while leading; " + std::string(elect_usage));
+        return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
     } else {
-        if (operands.size() < 2) return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
         o.command.assign(operands.begin() + 1, operands.end());
     }
-    if (const auto problem = zklock::explain_lock_path(o.lock_path); !problem.empty())
-        return fail("invalid lock path '" + o.lock_path + "': " + std::string(problem));
+    // An election path follows a lock path's rules: candidates are queue nodes under it.
+    if (const auto problem = zklock::explain_lock_path(o.path); !problem.empty())
+        return fail(std::string(election ? "invalid election path '" : "invalid lock path '") + o.path + "': " +
+                    std::string(problem));
     if (auto ec = zklock::validate_servers(o.servers))
         return fail("invalid server list '" + o.servers + "': " + ec.message());
     return {o, {}};
@@ -278,11 +379,13 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
 std::string help_text()
 {
     std::string h;
-    h += "zklock - run a command while holding a fair ZooKeeper lock\n"
+    h += "zklock - run a command while holding a fair ZooKeeper lock, or while leading an election\n"
          "\n"
          "SYNOPSIS\n"
          "  zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...]\n"
          "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
+         "  zklock elect [--value TEXT] [--names NAMES] [OPTIONS] PATH [--] COMMAND [ARGS...]\n"
+         "  zklock leader [--watch] [--servers H:P,...] [--connect-timeout DURATION] PATH\n"
          "  zklock --help\n"
          "\n"
          "DESCRIPTION\n"
@@ -296,6 +399,13 @@ std::string help_text()
          "  If the lock is lost while COMMAND runs (session expired, node deleted), COMMAND gets SIGTERM,\n"
          "  SIGKILL after --kill-after, and zklock exits 79.\n"
          "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, node, age, owner.\n"
+         "  'zklock elect' campaigns in the election at PATH with --value (default HOST:PID), runs COMMAND\n"
+         "  while it leads, resigns when COMMAND ends and exits with COMMAND's status; everything above\n"
+         "  holds for it as for a lock (--try, --timeout, signals, 79 when leadership is lost, the\n"
+         "  environment), candidates taking the lead in the order they campaigned.\n"
+         "  'zklock leader' prints PATH's leader (node, library, age, value), or says on stderr that\n"
+         "  nobody leads and exits 75; with --watch it prints a line at once and one per change of\n"
+         "  leader (or of its value), until SIGINT, SIGTERM, SIGHUP or SIGQUIT end it with status 0.\n"
          "\n"
          "OPTIONS\n";
     for (auto& s : specs) {
@@ -314,21 +424,23 @@ std::string help_text()
          "  ZK_SERVERS             default for --servers\n"
          "  ZKLOCK_TLS_CA, ZKLOCK_TLS_CERT, ZKLOCK_TLS_KEY\n"
          "                         defaults for --tls-ca, --tls-cert, --tls-key\n"
-         "  ZKLOCK_FENCING_TOKEN   set for COMMAND: the lock's fencing token (decimal)\n"
-         "  ZKLOCK_NODE            set for COMMAND: the full path of our queue node\n"
+         "  ZKLOCK_FENCING_TOKEN   set for COMMAND: the lock's (leadership's) fencing token (decimal)\n"
+         "  ZKLOCK_NODE            set for COMMAND: the full path of our queue (candidate) node\n"
          "\n"
          "EXIT STATUS\n"
          "  0-255  COMMAND's own status; 128+N if signal N killed it\n"
-         "  64     usage error: unknown option, missing LOCKPATH or COMMAND, bad path or duration\n"
+         "  64     usage error: unknown option, missing path or COMMAND, bad path, duration or --names\n"
          "  69     no ZooKeeper server within --connect-timeout, or a ZooKeeper error before COMMAND ran\n"
          "  70     internal error\n"
-         "  71     operating system error (signal setup)\n"
-         "  75     lock not acquired: taken (--try), or --timeout passed\n"
-         "  79     lock lost while COMMAND ran; COMMAND was terminated\n"
+         "  71     operating system error (signal setup; leader --watch: stdout not writable)\n"
+         "  75     lock not acquired: taken (--try), or --timeout passed; elect: someone leads (--try), or\n"
+         "         --timeout passed; leader: nobody leads\n"
+         "  79     lock (leadership) lost while COMMAND ran; COMMAND was terminated\n"
          "  80     interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while connecting or waiting; we left the queue\n"
          "  126    COMMAND could not be executed\n"
          "  127    COMMAND not found\n"
-         "  'zklock list': 0 (also for an empty or missing lock), 64, 69.\n";
+         "  'zklock list': 0 (also for an empty or missing lock), 64, 69.\n"
+         "  'zklock leader': 0 (a leader printed; --watch: ended by a signal), 75 (nobody leads), 64, 69.\n";
     return h;
 }
 

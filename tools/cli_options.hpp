@@ -1,6 +1,8 @@
 // tools/cli_options.hpp — the zklock command line: its exit statuses, and how argv is read.
 #pragma once
 
+#include <zklock/election.hpp>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -18,23 +20,26 @@ inline constexpr int usage = 64;           ///< EX_USAGE: bad option, missing op
 inline constexpr int unavailable = 69;     ///< EX_UNAVAILABLE: no server within --connect-timeout, ZooKeeper error
 inline constexpr int internal = 70;        ///< EX_SOFTWARE: a bug (unexpected exception)
 inline constexpr int os_error = 71;        ///< EX_OSERR: a system call failed (signalfd, ...)
-inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken, or --timeout passed
-inline constexpr int lock_lost = 79;       ///< the lock was lost while COMMAND ran; COMMAND was terminated
-inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting or waiting
+inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken (or a leader), or --timeout passed
+inline constexpr int no_leader = 75;       ///< EX_TEMPFAIL: `zklock leader` found nobody leading (a later look may)
+inline constexpr int lock_lost = 79;       ///< the lock (or leadership) was lost while COMMAND ran; COMMAND was terminated
+inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting, waiting or campaigning
 inline constexpr int cannot_execute = 126; ///< COMMAND found but could not be executed (as in sh, env, timeout)
 inline constexpr int not_found = 127;      ///< COMMAND not found
 }  // namespace exit_status
 
 enum class mode {
-    run,   ///< zklock [options] LOCKPATH [--] COMMAND [ARGS...]
-    list,  ///< zklock list [options] LOCKPATH
-    help,  ///< zklock --help
+    run,     ///< zklock [options] LOCKPATH [--] COMMAND [ARGS...]
+    list,    ///< zklock list [options] LOCKPATH
+    elect,   ///< zklock elect [options] PATH [--] COMMAND [ARGS...]
+    leader,  ///< zklock leader [options] PATH
+    help,    ///< zklock --help
 };
 
 struct options {
     mode what = mode::run;
     std::string servers;
-    std::string lock_path;
+    std::string path;  ///< LOCKPATH, or the election's PATH
     std::vector<std::string> command;
     std::optional<std::chrono::milliseconds> timeout;  ///< none: wait until acquired
     bool try_only = false;
@@ -44,6 +49,9 @@ struct options {
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds kill_after{5'000};
     std::string owner;  ///< empty: the library's "<host>:<pid>"
+    std::string value;  ///< elect: the candidate's value; empty: the library's "<host>:<pid>"
+    zklock::election_names names = zklock::election_names::curator_latch;  ///< elect: --names
+    bool watch = false;  ///< leader: --watch
     bool verbose = false;
     bool tls = false;  ///< --tls, or any --tls-* option or variable given
     std::string tls_ca, tls_cert, tls_key;
@@ -66,7 +74,7 @@ struct parse_result {
 };
 
 /// Reads argv. `env_servers` is $ZK_SERVERS (may be null). Validates everything that can be
-/// validated without a server: the lock path, the server list, the durations.
+/// validated without a server: the lock or election path, the server list, the durations, --names.
 parse_result parse_command_line(int argc, const char* const* argv, const environment& env);
 /// The same with only $ZK_SERVERS set (or nothing, for null).
 parse_result parse_command_line(int argc, const char* const* argv, const char* env_servers);
@@ -74,7 +82,12 @@ parse_result parse_command_line(int argc, const char* const* argv, const char* e
 /// "500ms", "10s", "1.5s", "2m", "1h"; a bare number is seconds. nullopt if malformed or huge.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
-/// The inverse, for messages: "500ms", "10s", "1.5s", "2m", "1m30s".
+/// "curator-latch", "kazoo", "curator-selector" (what --names takes). nullopt for anything else.
+std::optional<zklock::election_names> parse_election_names(std::string_view text);
+/// The inverse.
+std::string_view to_string(zklock::election_names names) noexcept;
+
+/// The inverse of parse_duration, for messages: "500ms", "10s", "1.5s", "2m", "1m30s".
 std::string format_duration(std::chrono::milliseconds d);
 
 /// What `zklock --help` prints.

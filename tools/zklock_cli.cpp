@@ -1,6 +1,7 @@
 // zklock — run a command while holding a fair ZooKeeper lock (like flock(1), `etcdctl lock`,
-// `consul lock`), and list a lock's queue. `zklock --help` and tools/README.md describe it; the exit
-// statuses are in cli_options.hpp.
+// `consul lock`), list a lock's queue, run a command while leading an election (`etcdctl elect`)
+// and show or follow an election's leader. `zklock --help` and tools/README.md describe it; the
+// exit statuses are in cli_options.hpp.
 //
 // Everything runs on one io_context thread: the ZooKeeper session (the library drives the
 // single-threaded C client from the reactor), the signals (a signalfd) and COMMAND's end (SIGCHLD
@@ -19,10 +20,13 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -159,7 +163,7 @@ awaitable<void> poll_queue(zklock::session& zk, const cli::options& o, std::shar
         timer.expires_after(std::chrono::milliseconds(500));
         if (auto [ec] = co_await timer.async_wait(tuple); ec) co_return;  // cancelled: acquired or interrupted
         if (progress->node.empty()) continue;
-        auto [ec, children] = co_await zk.async_get_children(o.lock_path, tuple);
+        auto [ec, children] = co_await zk.async_get_children(o.path, tuple);
         if (ec == asio::error::operation_aborted) co_return;
         const auto own = zklock::queue_sequence(progress->node);
         if (ec || !own) continue;
@@ -178,9 +182,25 @@ awaitable<void> poll_queue(zklock::session& zk, const cli::options& o, std::shar
 awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& zk, const cli::options& o,
                                                               zklock::lock_options lock_options);
 
+/// elect: campaigns with --value until we lead, as --try or --timeout say. The leadership is
+/// handed on as the lease it is (what COMMAND's supervision needs of it).
+awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, const cli::options& o)
+{
+    zklock::election e{zk, o.path, zklock::election_options{o.names}};
+    // A timeout <= 0 campaigns only if nobody leads now: --try, and --timeout 0 as for a lock.
+    std::tuple<error_code, zklock::leadership> r;
+    if (o.try_only) r = co_await e.async_campaign(o.value, std::chrono::milliseconds::zero(), tuple);
+    else if (o.timeout) r = co_await e.async_campaign(o.value, *o.timeout, tuple);
+    else r = co_await e.async_campaign(o.value, tuple);
+    auto& [ec, leadership] = r;
+    co_return std::tuple<error_code, zklock::lease>(ec, std::move(leadership));
+}
+
 awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o,
                                                          const std::shared_ptr<queue_progress>& progress)
 {
+    // A campaign has no on_queued hook (election takes no lock_options): no place in the queue to show.
+    if (o.what == cli::mode::elect) co_return co_await campaign(zk, o);
     zklock::lock_options lock_options;
     lock_options.owner_info = o.owner;
     if (!progress || o.try_only) co_return co_await acquire_once(zk, o, std::move(lock_options));
@@ -197,12 +217,12 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& z
                                                               zklock::lock_options lock_options)
 {
     if (o.shared) {
-        zklock::shared_mutex m{zk, o.lock_path, lock_options};
+        zklock::shared_mutex m{zk, o.path, lock_options};
         if (o.try_only) co_return co_await m.async_try_acquire_shared(tuple);
         if (o.timeout) co_return co_await m.async_acquire_shared(*o.timeout, tuple);
         co_return co_await m.async_acquire_shared(tuple);
     }
-    zklock::mutex m{zk, o.lock_path, lock_options};
+    zklock::mutex m{zk, o.path, lock_options};
     if (o.try_only) co_return co_await m.async_try_acquire(tuple);
     if (o.timeout) co_return co_await m.async_acquire(*o.timeout, tuple);
     co_return co_await m.async_acquire(tuple);
@@ -216,14 +236,15 @@ struct supervision {
     error_code lost;  ///< why the lock was lost while COMMAND ran (empty: it was not)
 };
 
-/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period.
+/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
+/// leadership is a lost lease too, and treated the same way.
 void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
 {
     // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
     if (reason == asio::error::operation_aborted || !sv->child.running()) return;
     sv->lost = reason;
-    say("lost the lock on %s (%s); sending SIGTERM to COMMAND (pid %d)", o.lock_path.c_str(), reason.message().c_str(),
-        static_cast<int>(sv->child.pid()));
+    say("lost %s %s (%s); sending SIGTERM to COMMAND (pid %d)", o.what == cli::mode::elect ? "the leadership of" : "the lock on",
+        o.path.c_str(), reason.message().c_str(), static_cast<int>(sv->child.pid()));
     sv->child.signal(SIGTERM);
     sv->kill_timer.expires_after(o.kill_after);
     sv->kill_timer.async_wait([sv, grace = o.kill_after](error_code ec) {
@@ -265,37 +286,45 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     }
     report_session(zk, o);
 
-    // 2. Queue for the lock, unless interrupted. On a signal `||` cancels the acquire, which
-    //    deletes our queue node before it completes: nobody waits behind a node of ours.
-    if (o.verbose) say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", o.lock_path.c_str());
-    auto progress = o.verbose ? std::make_shared<queue_progress>() : nullptr;
+    // 2. Queue for the lock (campaign), unless interrupted. On a signal `||` cancels the acquire,
+    //    which deletes our queue node before it completes: nobody waits behind a node of ours.
+    const bool elect = o.what == cli::mode::elect;
+    const char* path = o.path.c_str();
+    if (o.verbose) {
+        if (elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
+        else say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", path);
+    }
+    auto progress = o.verbose && !elect ? std::make_shared<queue_progress>() : nullptr;
     auto acquired = co_await (acquire(zk, o, progress) || interrupt(signals));
     if (progress) progress->end_line();
     if (acquired.index() == 1) {
-        say("interrupted by %s while waiting for %s; left the queue", cli::signal_name(std::get<1>(acquired)).c_str(),
-            o.lock_path.c_str());
+        const auto sig = cli::signal_name(std::get<1>(acquired));
+        if (elect) say("interrupted by %s while campaigning for %s; withdrew our candidate", sig.c_str(), path);
+        else say("interrupted by %s while waiting for %s; left the queue", sig.c_str(), path);
         co_await zk.async_close(tuple);
         co_return status::interrupted;
     }
     auto& [acquire_ec, lease] = std::get<0>(acquired);
     if (acquire_ec) {
         int code = status::unavailable;
+        const char* cannot = elect ? "cannot campaign for" : "cannot acquire";
         if (acquire_ec == zklock::errc::would_block) {
-            say("%s is taken (--try)", o.lock_path.c_str());
+            say(elect ? "%s has a leader (--try)" : "%s is taken (--try)", path);
             code = status::not_acquired;
         } else if (acquire_ec == zklock::errc::timeout) {
-            say("timed out after %s waiting for %s", cli::format_duration(*o.timeout).c_str(), o.lock_path.c_str());
+            say(elect ? "timed out after %s campaigning for %s" : "timed out after %s waiting for %s",
+                cli::format_duration(*o.timeout).c_str(), path);
             code = status::not_acquired;
         } else if (acquire_ec == zklock::errc::chroot_missing) {
-            say("cannot acquire %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
+            say("%s %s: %s", cannot, path, chroot_missing(o).c_str());
         } else {
-            say("cannot acquire %s: %s", o.lock_path.c_str(), acquire_ec.message().c_str());
+            say("%s %s: %s", cannot, path, acquire_ec.message().c_str());
         }
         co_await zk.async_close(tuple);
         co_return code;
     }
     if (o.verbose)
-        say("acquired %s (node %s, fencing token %lld)", o.lock_path.c_str(), lease.node().c_str(),
+        say("%s %s (node %s, fencing token %lld)", elect ? "leading" : "acquired", path, lease.node().c_str(),
             static_cast<long long>(lease.fencing_token()));
 
     // 3. Run COMMAND.
@@ -321,13 +350,14 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     }
     sv->kill_timer.cancel();
 
-    // 5. Let go: closing the session deletes our node with it, in one round trip. (A release
-    //    would wait for a lost connection to come back; a close does not wait longer than the C
-    //    client's close, ~1.5 s at most, and the server drops the node at expiry anyway.)
+    // 5. Let go (release, resign): closing the session deletes our node with it, in one round
+    //    trip, and the next in the queue holds (leads). (A release would wait for a lost connection
+    //    to come back; a close does not wait longer than the C client's close, ~1.5 s at most, and
+    //    the server drops the node at expiry anyway.)
     const bool lost = static_cast<bool>(sv->lost);
-    if (lost) say("COMMAND %s after the lock was lost", sv->child.describe_exit().c_str());
+    if (lost) say("COMMAND %s after the %s was lost", sv->child.describe_exit().c_str(), elect ? "leadership" : "lock");
     co_await zk.async_close(tuple);
-    if (o.verbose && !lost) say("COMMAND %s; released %s", sv->child.describe_exit().c_str(), o.lock_path.c_str());
+    if (o.verbose && !lost) say("COMMAND %s; %s %s", sv->child.describe_exit().c_str(), elect ? "resigned" : "released", path);
     co_return lost ? status::lock_lost : sv->child.exit_status();
 }
 
@@ -344,6 +374,14 @@ std::string format_age(std::int64_t ms)
     return buf;
 }
 
+/// A node's data as one line: control characters (a newline among them) shown as '?', "-" if empty.
+std::string printable(std::string data)
+{
+    for (auto& c : data)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return data.empty() ? "-" : data;
+}
+
 /// A queue node's data as one line of owner information.
 std::string owner_of(std::string data)
 {
@@ -352,9 +390,13 @@ std::string owner_of(std::string data)
     constexpr std::string_view mark = "\nzklock:held";
     if (data.size() >= mark.size() && data.compare(data.size() - mark.size(), mark.size(), mark) == 0)
         data.resize(data.size() - mark.size());
-    for (auto& c : data)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return data.empty() ? "-" : data;
+    return printable(std::move(data));
+}
+
+std::int64_t now_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 awaitable<int> run_list(cli::options o)
@@ -367,39 +409,188 @@ awaitable<int> run_list(cli::options o)
         co_return status::unavailable;
     }
     report_session(zk, o);
-    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.lock_path, tuple);
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
-        std::printf("%s: no such lock (the path does not exist)\n", o.lock_path.c_str());
+        std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
         co_return 0;
     }
     if (ec == zklock::errc::chroot_missing) {
-        say("cannot list %s: %s", o.lock_path.c_str(), chroot_missing(o).c_str());
+        say("cannot list %s: %s", o.path.c_str(), chroot_missing(o).c_str());
         co_return status::unavailable;
     }
     if (ec) {
-        say("cannot list %s: %s", o.lock_path.c_str(), ec.message().c_str());
+        say("cannot list %s: %s", o.path.c_str(), ec.message().c_str());
         co_return status::unavailable;
     }
     if (listing.entries.empty()) {
-        std::printf("%s: free (no holder, nobody waiting)\n", o.lock_path.c_str());
+        std::printf("%s: free (no holder, nobody waiting)\n", o.path.c_str());
         co_return 0;
     }
-    std::printf("%s: %zu in the queue\n", o.lock_path.c_str(), listing.entries.size());
+    std::printf("%s: %zu in the queue\n", o.path.c_str(), listing.entries.size());
     std::printf("%-4s %-8s %-9s %-7s %-12s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE",
                 "OWNER");
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now = now_ms();
     std::size_t pos = 0;
     for (const auto& e : listing.entries) {
         using st = zklock::queue_entry::state;
         const char* state = e.status == st::holder ? "holder" : e.status == st::waiting ? "waiting" : "?";
-        const std::string age = e.gone ? "-" : format_age(now_ms - e.stat.ctime);
+        const std::string age = e.gone ? "-" : format_age(now - e.stat.ctime);
         const std::string owner = e.gone ? "(gone)" : owner_of(e.data);
         std::printf("%-4zu %-8s %-9s %-7s %-12.*s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
                     zklock::to_string(e.library), static_cast<int>(e.recipe.size()), e.recipe.data(), e.name.c_str(),
                     age.c_str(), owner.c_str());
     }
+    co_return 0;
+}
+
+// ---- zklock leader -------------------------------------------------------------------------------
+
+/// The columns of a leader line: NODE, LIBRARY, AGE (of the candidate node, from its creation
+/// on the server), VALUE (last: it may contain spaces).
+constexpr const char* leader_row = "%-36s %-7s %-8s %s\n";
+
+void print_leader(const zklock::leader_info& who)
+{
+    std::printf(leader_row, who.node.c_str(), zklock::to_string(who.library), format_age(now_ms() - who.stat.ctime).c_str(),
+                printable(who.value).c_str());
+}
+
+/// --watch: the local time a change was seen, "2026-11-26T12:00:03.123+0100".
+std::string timestamp()
+{
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm local{};
+    ::localtime_r(&t, &local);
+    char date[32], zone[8];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &local);
+    std::strftime(zone, sizeof zone, "%z", &local);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s.%03d%s", date, static_cast<int>(ms), zone);
+    return buf;
+}
+
+/// The session's state changes, on stderr (--watch --verbose): a watcher that goes quiet because
+/// it lost its server should say so. Never completes: cancelled by `||`.
+awaitable<void> report_states(zklock::session& zk, const cli::options& o)
+{
+    for (;;) {
+        auto [ec, state] = co_await zk.async_wait_state_change(tuple);
+        if (ec) co_return;
+        switch (state) {
+        case zklock::session_state::suspended:
+            say("connection to ZooKeeper lost; reconnecting (no change of leader is seen meanwhile)");
+            break;
+        case zklock::session_state::expired: say("session expired; starting a new one"); break;
+        case zklock::session_state::connected:
+            say("connected to %s (session 0x%llx)", o.servers.c_str(), static_cast<unsigned long long>(zk.session_id()));
+            break;
+        default: break;
+        }
+    }
+}
+
+/// --watch: one line per leader the observer delivers, each flushed at once. Returns on an error
+/// only (an exit status).
+awaitable<int> follow(zklock::session& zk, const cli::options& o)
+{
+    zklock::election e{zk, o.path};
+    auto observer = e.observe();
+    for (;;) {
+        auto [ec, who] = co_await observer.async_next(tuple);
+        if (ec == asio::error::operation_aborted) co_return 0;  // cancelled by `||`: a signal ended the watch
+        if (ec) {
+            say("cannot watch the leader of %s: %s", o.path.c_str(), ec.message().c_str());
+            co_return status::unavailable;
+        }
+        const auto at = timestamp();
+        if (who) {
+            std::printf("%s ", at.c_str());
+            print_leader(who);
+        } else {
+            std::printf("%s %-36s %-7s %-8s %s\n", at.c_str(), "-", "-", "-", "(no leader)");
+        }
+        // A reader that went away (a closed pipe, with SIGPIPE ignored) ends the watch: nobody
+        // reads what it would print.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+            say("cannot write to stdout: %s", std::strerror(errno));
+            co_return status::os_error;
+        }
+    }
+}
+
+awaitable<int> run_watch(cli::options o)
+{
+    auto ex = co_await asio::this_coro::executor;
+    cli::signal_reader signals{ex};
+    auto config = session_config_for(o);
+    // A watcher holds nothing that an expiry could take: it goes on with a fresh session, and the
+    // observer looks again on it.
+    config.reconnect_on_expiry = true;
+    zklock::session zk{ex, config};
+
+    // Ending a watch with a signal is its normal end, also before it has connected.
+    auto stopped = [&](int sig) {
+        if (o.verbose) say("stopped by %s", cli::signal_name(sig).c_str());
+        return 0;
+    };
+    auto connected = co_await (zk.async_connect(tuple) || interrupt(signals));
+    if (connected.index() == 1) co_return stopped(std::get<1>(connected));
+    if (auto [ec] = std::get<0>(connected); ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return status::unavailable;
+    }
+    report_session(zk, o);
+    // The observer takes a missing chroot for a missing election path (no leader yet, and it
+    // waits for one): look once, so that a typo in --servers is not a silent watch.
+    auto [root_ec, root] = co_await zk.async_exists("/", tuple);
+    if (!root_ec && !root) {
+        say("cannot watch the leader of %s: %s", o.path.c_str(), chroot_missing(o).c_str());
+        co_await zk.async_close(tuple);
+        co_return status::unavailable;
+    }
+
+    int code = 0;
+    if (o.verbose) {
+        auto r = co_await (follow(zk, o) || interrupt(signals) || report_states(zk, o));
+        code = r.index() == 0 ? std::get<0>(r) : r.index() == 1 ? stopped(std::get<1>(r)) : 0;
+    } else {
+        auto r = co_await (follow(zk, o) || interrupt(signals));
+        code = r.index() == 0 ? std::get<0>(r) : stopped(std::get<1>(r));
+    }
+    co_await zk.async_close(tuple);
+    co_return code;
+}
+
+awaitable<int> run_leader(cli::options o)
+{
+    auto ex = co_await asio::this_coro::executor;
+    const auto config = session_config_for(o);
+    zklock::session zk{ex, config};
+    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return status::unavailable;
+    }
+    report_session(zk, o);
+    zklock::election e{zk, o.path};
+    auto [ec, who] = co_await e.async_leader(tuple);
+    co_await zk.async_close(tuple);
+    if (ec == zklock::errc::no_leader) {
+        say("%s has no leader (nobody is campaigning)", o.path.c_str());
+        co_return status::no_leader;
+    }
+    if (ec == zklock::errc::chroot_missing) {
+        say("cannot look up the leader of %s: %s", o.path.c_str(), chroot_missing(o).c_str());
+        co_return status::unavailable;
+    }
+    if (ec) {
+        say("cannot look up the leader of %s: %s", o.path.c_str(), ec.message().c_str());
+        co_return status::unavailable;
+    }
+    std::printf(leader_row, "NODE", "LIBRARY", "AGE", "VALUE");
+    print_leader(who);
     co_return 0;
 }
 
@@ -419,7 +610,8 @@ int main(int argc, char** argv)
     }
 
     cli::inheritance inherited;
-    if (o.what == cli::mode::run) {
+    const bool runs_command = o.what == cli::mode::run || o.what == cli::mode::elect;
+    if (runs_command || (o.what == cli::mode::leader && o.watch)) {
         // First, while this is the only thread: everything started later inherits the mask.
         if (auto ec = cli::take_over_signals(inherited)) {
             say("cannot set up signal handling: %s", ec.message().c_str());
@@ -441,6 +633,8 @@ int main(int argc, char** argv)
         }
     };
     if (o.what == cli::mode::list) asio::co_spawn(ioc, run_list(o), done);
+    else if (o.what == cli::mode::leader && o.watch) asio::co_spawn(ioc, run_watch(o), done);
+    else if (o.what == cli::mode::leader) asio::co_spawn(ioc, run_leader(o), done);
     else asio::co_spawn(ioc, run_locked(o, inherited), done);
     ioc.run();
     std::fflush(stdout);

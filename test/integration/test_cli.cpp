@@ -1090,3 +1090,298 @@ TEST_CASE("zklock cli: SIGTERM and SIGINT are answered while waiting and while h
         co_await after.async_close();
     });
 }
+
+// ---- zklock elect, zklock leader -----------------------------------------------------------------
+
+namespace {
+
+/// `sh -c` text that marks `name` ready, waits until the test creates `name`.go, then logs `name` end.
+std::string hold_until_go(const scratch& s, const std::string& name, const std::string& log)
+{
+    return "touch " + s / (name + ".ready") + "; while [ ! -e " + s / (name + ".go") + " ]; do sleep 0.05; done; echo " +
+           name + "-end >> " + log;
+}
+
+void touch(const std::string& file) { std::ofstream{file}; }
+
+/// The fields of a `zklock leader` line (whitespace-separated; VALUE, last, has none in these tests).
+std::vector<std::string> fields_of(const std::string& line)
+{
+    std::istringstream in(line);
+    std::vector<std::string> f;
+    for (std::string w; in >> w;) f.push_back(w);
+    return f;
+}
+
+/// Waits (bounded) until `p`'s stdout has at least `n` lines; returns them.
+awaitable<std::vector<std::string>> wait_lines(const process& p, std::size_t n, std::chrono::milliseconds limit = 20s)
+{
+    std::vector<std::string> lines;
+    co_await eventually([&] { return (lines = lines_of(p.out())).size() >= n; }, limit);
+    co_return lines;
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: elect and leader usage errors exit 64 naming the problem")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        struct bad {
+            std::vector<std::string> args;
+            std::string message;
+        };
+        const std::vector<bad> cases{
+            {{"elect"}, "missing election PATH; usage: zklock elect"},
+            {{"elect", "relative/path", "true"}, "invalid election path 'relative/path': the path is not absolute"},
+            {{"elect", "/e"}, "missing COMMAND to run while leading"},
+            {{"elect", "/e", "--"}, "missing COMMAND to run while leading"},
+            {{"elect", "--names", "zookeeper", "/e", "true"},
+             "invalid --names 'zookeeper' (expected curator-latch, kazoo or curator-selector)"},
+            {{"elect", "--names"}, "option '--names' needs a value (NAMES)"},
+            {{"elect", "--try", "--timeout", "1s", "/e", "true"}, "--try and --timeout exclude each other"},
+            {{"elect", "--timeout", "soon", "/e", "true"}, "invalid duration 'soon' for --timeout"},
+            {{"elect", "--owner", "me", "/e", "true"}, "option '--owner' does not apply to 'zklock elect' (use --value)"},
+            {{"elect", "--shared", "/e", "true"}, "option '--shared' does not apply to 'zklock elect'"},
+            {{"elect", "--watch", "/e", "true"}, "option '--watch' does not apply to 'zklock elect'"},
+            {{"leader"}, "missing election PATH; usage: zklock leader"},
+            {{"leader", "relative"}, "invalid election path 'relative': the path is not absolute"},
+            {{"leader", "/e", "true"}, "'zklock leader' takes one PATH; unexpected 'true'"},
+            {{"leader", "--value", "v", "/e"}, "option '--value' does not apply to 'zklock leader'"},
+            {{"leader", "--try", "/e"}, "option '--try' does not apply to 'zklock leader'"},
+            {{"leader", "--watch=yes", "/e"}, "option '--watch' takes no value"},
+            {{"--value", "v", "/l", "true"}, "option '--value' applies only to 'zklock elect'"},
+            {{"--watch", "/l", "true"}, "option '--watch' applies only to 'zklock leader'"},
+            {{"list", "--names", "kazoo", "/l"}, "option '--names' does not apply to 'zklock list'"},
+        };
+        int n = 0;
+        for (auto& c : cases) {
+            CAPTURE(n);
+            process p;
+            launch(p, s, "usage" + std::to_string(n++), c.args);
+            const int st = co_await finish(p);
+            CHECK(st == st_usage);
+            const auto err = p.err();
+            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
+            CHECK(err.rfind("zklock: ", 0) == 0);
+            CHECK(lines_of(err).size() == 1);
+        }
+
+        process help;
+        launch(help, s, "help", {"--help"});
+        CHECK(co_await finish(help) == 0);
+        const auto text = help.out();
+        for (const char* word : {"zklock elect [--value TEXT] [--names NAMES]", "zklock leader [--watch]", "--value TEXT",
+                                 "--names NAMES", "curator-selector", "--watch", "'zklock leader': 0"})
+            CHECK_MESSAGE(text.find(word) != std::string::npos, word);
+    });
+}
+
+TEST_CASE("zklock cli: elect runs COMMAND while leading, in campaign order, and leader prints the leader")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-elect");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const std::string log = s / "log", first_node = s / "first.node";
+
+        // first leads (its COMMAND records its node, then holds until first.go); second
+        // campaigns behind it.
+        process first, second;
+        process_guard guard{{&first, &second}};
+        start(first, s, "first",
+              zklock_args(servers, {"elect", "--value", "first", path, "--", "sh", "-c",
+                                    "echo \"$ZKLOCK_NODE $ZKLOCK_FENCING_TOKEN\" > " + first_node + "; " +
+                                        hold_until_go(s, "first", log)}));
+        REQUIRE_MESSAGE(co_await wait_file(s / "first.ready"), first.err());
+        start(second, s, "second",
+              zklock_args(servers, {"elect", "--value", "second", path, "sh", "-c", "echo second-start >> " + log + "; exit 3"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+
+        // The leader, as `zklock leader` sees it: first's value and node.
+        process l;
+        launch(l, s, "leader", {"leader", "--servers", servers, path});
+        CHECK(co_await finish(l) == 0);
+        CAPTURE(l.out());
+        const auto lines = lines_of(l.out());
+        REQUIRE(lines.size() == 2);
+        CHECK(fields_of(lines[0]) == std::vector<std::string>{"NODE", "LIBRARY", "AGE", "VALUE"});
+        const auto row = fields_of(lines[1]);
+        REQUIRE(row.size() == 4);
+        const auto recorded = fields_of(slurp(first_node));
+        REQUIRE(recorded.size() == 2);
+        CHECK(path + "/" + row[0] == recorded[0]);  // ZKLOCK_NODE: our candidate node
+        CHECK(row[0].find("-latch-") != std::string::npos);  // Curator LeaderLatch's names by default
+        CHECK(row[1] == "zklock");
+        CHECK(row[2].ends_with("s"));
+        CHECK(row[3] == "first");
+        CHECK(std::stoll(recorded[1]) > 0);  // ZKLOCK_FENCING_TOKEN
+
+        // --try (and --timeout 0) while someone leads: 75, and COMMAND does not run.
+        process t, t0;
+        launch(t, s, "try", {"elect", "--servers", servers, "--try", path, "touch", s / "ran"});
+        CHECK(co_await finish(t) == st_not_acquired);
+        CHECK(t.err() == "zklock: " + path + " has a leader (--try)\n");
+        launch(t0, s, "timeout", {"elect", "--servers", servers, "-w", "300ms", path, "touch", s / "ran"});
+        CHECK(co_await finish(t0) == st_not_acquired);
+        CHECK(t0.err() == "zklock: timed out after 300ms campaigning for " + path + "\n");
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // second's COMMAND has not started; it starts once first's has ended, and its status
+        // is second's.
+        co_await sleep_for(300ms);
+        CHECK(slurp(log).empty());
+        touch(s / "first.go");
+        CHECK(co_await finish(first) == 0);
+        CHECK(co_await finish(second) == 3);
+        CHECK(slurp(log) == "first-end\nsecond-start\n");
+        CHECK((co_await children_of(zk, path)).empty());  // both resigned
+    });
+}
+
+TEST_CASE("zklock cli: leader with no candidate exits 75 and says nobody leads")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-no-leader");
+        // No such path yet; then the path left empty by a campaign that ended.
+        process missing, ran, empty;
+        launch(missing, s, "missing", {"leader", "--servers", servers, path});
+        CHECK(co_await finish(missing) == st_not_acquired);
+        CHECK(missing.out().empty());
+        CHECK(missing.err() == "zklock: " + path + " has no leader (nobody is campaigning)\n");
+        launch(ran, s, "ran", {"elect", "--servers", servers, path, "true"});
+        CHECK(co_await finish(ran) == 0);
+        launch(empty, s, "empty", {"leader", "--servers", servers, path});
+        CHECK(co_await finish(empty) == st_not_acquired);
+        CHECK(empty.out().empty());
+        CHECK(empty.err() == "zklock: " + path + " has no leader (nobody is campaigning)\n");
+
+        // A chroot that does not exist is an error (69), not "no leader".
+        const std::string chroot = "/zklock-no-chroot-" + std::to_string(::getpid());
+        process c, w;
+        launch(c, s, "chroot", {"leader", "--servers", servers + chroot, path});
+        CHECK(co_await finish(c) == st_unavailable);
+        CHECK(c.err().find("the chroot " + chroot + " of " + servers + chroot + " does not exist") != std::string::npos);
+        launch(w, s, "chroot-watch", {"leader", "--watch", "--servers", servers + chroot, path});
+        CHECK(co_await finish(w) == st_unavailable);
+        CHECK(w.out().empty());
+        CHECK(w.err().find("the chroot " + chroot + " of " + servers + chroot + " does not exist") != std::string::npos);
+    });
+}
+
+TEST_CASE("zklock cli: leader --watch prints each change of leader at once, SIGINT or SIGTERM end it with 0")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-watch");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const std::string log = s / "log";
+
+        process first, second, watch_int, watch_term;
+        process_guard guard{{&first, &second, &watch_int, &watch_term}};
+        start(first, s, "first", zklock_args(servers, {"elect", "--value", "first", path, "sh", "-c", hold_until_go(s, "first", log)}));
+        REQUIRE_MESSAGE(co_await wait_file(s / "first.ready"), first.err());
+        start(watch_int, s, "watch-int", zklock_args(servers, {"leader", "--watch", path}));
+        start(watch_term, s, "watch-term", zklock_args(servers, {"leader", "--watch", path}));
+        const std::array<process*, 2> watchers{&watch_int, &watch_term};
+        // At once: the leader now.
+        for (auto* w : watchers) {
+            const auto lines = co_await wait_lines(*w, 1);
+            CAPTURE(w->out());
+            REQUIRE(lines.size() == 1);
+            const auto f = fields_of(lines[0]);
+            REQUIRE(f.size() == 5);  // TIME NODE LIBRARY AGE VALUE
+            CHECK(f[0].size() >= 23);
+            CHECK(f[1].find("-latch-") != std::string::npos);
+            CHECK(f[2] == "zklock");
+            CHECK(f[4] == "first");
+        }
+
+        // first's COMMAND ends: second leads, and the watchers say so (stdout is a file here:
+        // each line is flushed as it is printed).
+        start(second, s, "second",
+              zklock_args(servers, {"elect", "--value", "second", "--names", "kazoo", path, "sh", "-c",
+                                    hold_until_go(s, "second", log)}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        touch(s / "first.go");
+        CHECK(co_await finish(first) == 0);
+        REQUIRE_MESSAGE(co_await wait_file(s / "second.ready"), second.err());
+        for (auto* w : watchers) {
+            const auto lines = co_await wait_lines(*w, 2);
+            CAPTURE(w->out());
+            REQUIRE(lines.size() == 2);
+            const auto f = fields_of(lines[1]);
+            REQUIRE(f.size() == 5);
+            CHECK(f[1].find("__lock__") != std::string::npos);  // --names kazoo
+            CHECK(f[4] == "second");
+        }
+
+        // Nobody left: a "no leader" line.
+        touch(s / "second.go");
+        CHECK(co_await finish(second) == 0);
+        for (auto* w : watchers) {
+            const auto lines = co_await wait_lines(*w, 3);
+            CAPTURE(w->out());
+            REQUIRE(lines.size() == 3);
+            CHECK(fields_of(lines[2]) == std::vector<std::string>{fields_of(lines[2])[0], "-", "-", "-", "(no", "leader)"});
+        }
+
+        // Nothing changes: no more lines; a signal ends the watch with status 0 and nothing on stderr.
+        co_await sleep_for(300ms);
+        watch_int.signal(SIGINT);
+        watch_term.signal(SIGTERM);
+        for (auto* w : watchers) {
+            CHECK(co_await finish(*w) == 0);
+            CHECK(lines_of(w->out()).size() == 3);
+            CHECK(w->err().empty());
+        }
+        CHECK(slurp(log) == "first-end\nsecond-end\n");
+    });
+}
+
+TEST_CASE("zklock cli: a lost leadership terminates COMMAND and exits 79, SIGTERM while campaigning exits 80")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const auto path = unique_path("cli-elect-lost");
+        const std::string log = s / "log", ready = s / "ready";
+
+        // A leader, and a candidate behind it.
+        process leader, waiter;
+        process_guard guard{{&leader, &waiter}};
+        start(leader, s, "leader",
+              zklock_args(servers, {"elect", "--kill-after", "2s", path, "--", "sh", "-c",
+                                    "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        start(waiter, s, "waiter", zklock_args(servers, {"elect", path, "--", "touch", s / "ran"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+
+        // SIGTERM to the candidate: it withdraws (its node goes) and exits 80.
+        waiter.signal(SIGTERM);
+        CHECK(co_await finish(waiter, 10s) == st_interrupted);
+        CHECK(waiter.err() == "zklock: interrupted by SIGTERM while campaigning for " + path + "; withdrew our candidate\n");
+        auto kids = co_await children_of(zk, path);
+        REQUIRE(kids.size() == 1);
+
+        // The leader's node is deleted by another session: COMMAND gets SIGTERM, zklock exits 79.
+        co_await zk.async_remove(path + "/" + kids[0]);
+        CHECK(co_await finish(leader, 10s) == st_lost);
+        CHECK(slurp(log) == "term\n");
+        CHECK(leader.err().find("lost the leadership of " + path) != std::string::npos);
+        CHECK(leader.err().find("sending SIGTERM to COMMAND") != std::string::npos);
+        CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
