@@ -19,8 +19,10 @@
 #include <zklock/detail/mapped_handler.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace zklock {
 
@@ -34,6 +36,10 @@ enum class election_names : std::uint8_t {
 
 struct election_options {
     election_names names = election_names::curator_latch;
+    /// Optional: told, on the session's executor, each time a waiting campaign has looked at the
+    /// queue and must wait: its candidate node's path and how many candidates are ahead of it
+    /// (as lock_options::on_queued). Must not throw.
+    std::function<void(std::string_view node, std::size_t ahead)> on_queued;
 };
 
 /// Who leads an election, as one look at it found.
@@ -127,7 +133,8 @@ public:
     ///
     /// Completion signature: void(error_code, leader_info).
     /// Errors: errc::session_closed (the session was closed: the observation ends),
-    /// errc::not_connected (the session was never connected),
+    /// errc::not_connected (the session was never connected), errc::chroot_missing (the server
+    /// list's chroot does not exist),
     /// errc::operation_in_progress (another async_next is pending), errc::invalid_path (the
     /// election's path), zk_errc::no_auth, asio::error::operation_aborted (cancelled, or the
     /// observer was destroyed).
@@ -170,7 +177,8 @@ public:
     election(session& s, std::string path) : election(s, std::move(path), election_options{}) {}
     election(session& s, std::string path, election_options options)
         : basic_lock(s, std::move(path), lock_options{},
-                     detail::queue_policy{detail::election_recipe, 1, static_cast<std::uint8_t>(options.names)})
+                     detail::queue_policy{detail::election_recipe, 1, static_cast<std::uint8_t>(options.names)}),
+          on_queued_(std::move(options.on_queued))
     {
     }
 
@@ -195,12 +203,20 @@ public:
     {
         return campaign(std::move(value), false, std::nullopt, std::forward<Token>(token));
     }
+    /// Leads only if nobody leads now: errc::would_block otherwise (our candidate node is deleted
+    /// again before completing). As basic_lock::async_try_acquire.
+    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    auto async_try_campaign(std::string value, Token&& token = {})
+    {
+        return campaign(std::move(value), true, std::nullopt, std::forward<Token>(token));
+    }
 
     /// Who leads now: one listing of the candidates, then the leader's node (and the next one's,
     /// if it went in between).
     ///
     /// Completion signature: void(error_code, leader_info).
-    /// Errors: errc::no_leader (no candidate, or no such path), errc::invalid_path (nothing
+    /// Errors: errc::no_leader (no candidate, or no such path: an election path exists only while
+    /// it has candidates, as a lock path), errc::invalid_path (nothing
     /// sent), errc::not_connected, errc::session_expired, errc::session_closed, errc::chroot_missing,
     /// zk_errc::no_auth, connection errors.
     /// Executor: the handler's associated executor (default: the session's); never completes
@@ -227,6 +243,7 @@ private:
     {
         auto options = std::make_shared<lock_options>();
         options->owner_info = std::move(value);
+        options->on_queued = on_queued_;
         detail::acquire_request req{path_ptr(), policy(), try_only, false, false, timeout, std::move(options), nullptr};
         return asio::async_initiate<Token, void(error_code, leadership)>(
             [](auto h, detail::session_ptr sp, detail::acquire_request r) {
@@ -237,6 +254,8 @@ private:
             },
             token, session_handle(), std::move(req));
     }
+
+    std::function<void(std::string_view, std::size_t)> on_queued_;
 };
 
 }  // namespace zklock

@@ -177,8 +177,21 @@ private:
         });
     }
 
-    // No election path yet: no leader until it is created (an exists watch says when).
+    // No election path yet: no leader until it is created (an exists watch says when), unless
+    // the chroot itself is missing (see async_list_queue): then the observation ends.
     void await_path()
+    {
+        auto probe = s_->make_watch();
+        watch_ = probe;
+        s_->exists("/", nullptr, [self = shared_from_this(), probe](error_code ec, std::optional<zklock::stat> st) {
+            if (self->stopped_ || probe != self->watch_) return;
+            if (ec) return self->on_error(ec);
+            if (!st) return self->fail(errc::chroot_missing);
+            self->watch_path();
+        });
+    }
+
+    void watch_path()
     {
         publish({});
         auto w = s_->make_watch();

@@ -186,7 +186,18 @@ TEST_CASE("election: a campaign cancelled or timed out leaves no candidate behin
 
         auto [ec2, l2] = co_await e1.async_campaign("now-or-never", 0s, tuple);
         CHECK(ec2 == errc::would_block);
+        auto [ec2b, l2b] = co_await e1.async_try_campaign("now-or-never", tuple);
+        CHECK(ec2b == errc::would_block);
         CHECK(co_await wait_children(*ss[0], path, 1) == 1);
+
+        // A waiting campaign is told its place.
+        std::size_t ahead = 99;
+        election_options told;
+        told.on_queued = [&](std::string_view, std::size_t n) { ahead = n; };
+        election e1q{*ss[1], path, told};
+        auto [ec2c, l2c] = co_await e1q.async_campaign("queued", 300ms, tuple);
+        CHECK(ec2c == errc::timeout);
+        CHECK(ahead == 1);
 
         asio::cancellation_signal cancel;
         bool cancelled = false;
@@ -208,6 +219,16 @@ TEST_CASE("election: a campaign cancelled or timed out leaves no candidate behin
         auto obs = bad.observe();
         auto [ec5, seen] = co_await obs.async_next(tuple);
         CHECK(ec5 == errc::invalid_path);
+        // A chroot that does not exist: said, not waited on.
+        session rooted{co_await asio::this_coro::executor,
+                       config_for(shared_server().connect_string() + "/no-such-chroot-" + std::to_string(::getpid()))};
+        co_await connect(rooted);
+        election orphan{rooted, "/e"};
+        auto [ec8, w8] = co_await orphan.async_leader(tuple);
+        CHECK(ec8 == errc::chroot_missing);
+        auto orphan_obs = orphan.observe();
+        auto [ec9, w9] = co_await orphan_obs.async_next(tuple);
+        CHECK(ec9 == errc::chroot_missing);
         election_observer empty;
         auto [ec6, nothing] = co_await empty.async_next(tuple);
         CHECK(ec6 == errc::invalid_argument);
