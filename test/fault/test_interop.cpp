@@ -3,7 +3,8 @@
 // lock path of one real server. Every contender logs its grants and releases on CLOCK_MONOTONIC
 // (Java's System.nanoTime, Python's time.monotonic_ns and std::chrono::steady_clock all read it),
 // and does a read → pause → write of a counter node inside the lock. The merged history must show
-// no overlap, grants in queue order across the libraries, and no lost update.
+// no overlap, grants in queue order across the libraries, and no lost update. The election tests
+// (further down) do the same for leader election, one foreign election recipe at a time.
 #include "fault_common.hpp"
 
 #include "support/tls_certs.hpp"
@@ -148,6 +149,7 @@ std::vector<event> read_log(const fs::path& file, const std::string& who)
         std::string what, node, kind;
         event e;
         ls >> what >> e.t >> node >> kind;
+        if (what == "queue") continue;  // a leader's listing: see read_queues
         e.grant = what == "grant";
         e.who = who;
         e.node = node;
@@ -428,6 +430,409 @@ TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock clien
         co_await z.async_close();
     }, std::chrono::seconds(120));
     fs::remove_all(dir);
+}
+
+// ---- Leader election ----------------------------------------------------------------------------
+//
+// zklock's election shares one path with one foreign election recipe, zklock naming its candidates
+// as that recipe does (election_options::names). Each flavour pairs the two so that each side sees
+// the other's candidates in sequence order (see the workers' header comments for what the foreign
+// side sorts, and how):
+//  * Curator's LeaderLatch with zklock's default names "x-<id>-latch-<seq>";
+//  * Curator's LeaderSelector (an InterProcessMutex) with election_names::curator_selector,
+//    "x-<id>-lock-<seq>";
+//  * Kazoo's Election (a Kazoo Lock) with election_names::kazoo, "x-<id>-__lock__<seq>".
+// Other pairings are not tested because they cannot work, from the foreign side: LeaderLatch and
+// LeaderSelector sort every child by the text after their own marker ("latch-", "lock-") or, when
+// it is absent, by the whole name ("x-...": after every sequence), so they would put zklock's
+// candidates of another naming behind all of their own (LockInternals.getSortedChildren,
+// StandardLockInternalsDriver.standardFixForSorting); Kazoo's Election counts only names matching
+// "__lock__<seq>" (Lock._contenders_re; Election takes no extra_lock_patterns) and ignores the rest.
+// zklock itself sees every one of those names as a candidate, in sequence order.
+//
+// Every leader logs its grant, then lists the election path while it leads ("queue" lines), then
+// reads the counter, holds, writes it back + 1 and logs its release. The checks: no two leaders at
+// once (no overlapping grant intervals, no lost counter update), grants in increasing sequence
+// order, and each leader's node the oldest candidate present while it led (no older candidate in
+// its listing): leadership went to the head of the queue.
+//
+// zklock's leaders do not proclaim here: a LeaderLatch candidate that waits on a zklock leader
+// watches its node with getData and acts only on NodeDeleted (LeaderLatch.checkLeadership's
+// watcher), so the NodeDataChanged of async_proclaim spends its one-shot watch, and it never
+// hears of the resignation that follows.
+
+namespace {
+
+struct election_flavor {
+    std::string library;   // the worker: "curator" or "kazoo"
+    std::string mode;      // its election mode: "latch", "selector" or "election"
+    election_names names;  // zklock's candidate names for it
+    lock_library foreign;  // what zklock reports as the foreign leader's library
+};
+
+const election_flavor curator_latch{"curator", "latch", election_names::curator_latch, lock_library::curator};
+const election_flavor curator_selector{"curator", "selector", election_names::curator_selector, lock_library::curator};
+const election_flavor kazoo_election{"kazoo", "election", election_names::kazoo, lock_library::kazoo};
+
+std::vector<std::string> election_worker(const election_flavor& f, const std::string& servers, const std::string& path,
+                                         int rounds, int hold_ms, const fs::path& log, int session_ms = 10000)
+{
+    auto argv = f.library == "curator" ? curator(servers, path, f.mode, rounds, hold_ms, log)
+                                       : kazoo(servers, path, f.mode, rounds, hold_ms, log);
+    argv.push_back(std::to_string(session_ms));
+    return argv;
+}
+
+// The value (node data) a foreign worker campaigns with in round `round`: its library, pid, round.
+std::string foreign_value(const election_flavor& f, const child& k, int round)
+{
+    return f.library + "-" + std::to_string(k.pid) + "-" + std::to_string(round);
+}
+
+// A leader's listing of the election path, taken while it led.
+struct sighting {
+    std::int64_t t = 0;
+    std::string who;
+    std::string node;
+    std::vector<std::string> children;
+};
+
+std::vector<sighting> read_queues(const fs::path& file, const std::string& who)
+{
+    std::vector<sighting> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream ls(line);
+        std::string what;
+        sighting s;
+        ls >> what >> s.t >> s.node;
+        if (what != "queue") continue;
+        s.who = who;
+        for (std::string c; ls >> c;) s.children.push_back(c);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+// Each leader's node was the head of the queue while it led: present, every child a candidate
+// zklock recognises, none older.
+std::vector<std::string> check_heads(const std::vector<sighting>& seen)
+{
+    std::vector<std::string> problems;
+    for (const auto& s : seen) {
+        const auto own = detail::parse_queue_node(s.node);
+        if (!own) {
+            problems.push_back("not a candidate node: " + s.who + " (" + s.node + ")");
+            continue;
+        }
+        bool present = false;
+        for (const auto& c : s.children) {
+            present = present || c == s.node;
+            const auto q = detail::parse_queue_node(c);
+            if (!q) problems.push_back("not a candidate: " + c + " (listed by " + s.who + ")");
+            else if (q->seq < own->seq)
+                problems.push_back(s.who + " (" + s.node + ") led while an older candidate was present: " + c);
+        }
+        if (!present) problems.push_back(s.who + " (" + s.node + ") led without its node in the listing");
+    }
+    return problems;
+}
+
+// Waits (polling, so the io_context keeps running) for a line starting with `what` in `file`;
+// returns that line's node, empty on time-out.
+awaitable<std::string> wait_log_line(const fs::path& file, const std::string& what, std::chrono::milliseconds limit)
+{
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        std::ifstream in(file);
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream ls(line);
+            std::string w, t, node;
+            ls >> w >> t >> node;
+            if (w == what && !node.empty()) co_return node;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) co_return std::string{};
+        co_await sleep_for(10ms);
+    }
+}
+
+std::int64_t steady_now() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+// A zklock candidate's term as leader, as the workers do it: grant (at `granted`: when its campaign
+// completed), listing, counter, release.
+awaitable<void> lead(session& s, const std::string& path, leadership& l, std::int64_t granted, std::chrono::milliseconds hold,
+                     const std::string& who, std::vector<event>& log, std::vector<sighting>& queues)
+{
+    const std::string node{detail::base_name(l.node())};
+    log.push_back({granted, true, who, node, true});
+    auto [lec, kids] = co_await s.async_get_children(path, tuple);
+    CHECK_FALSE(lec);
+    queues.push_back({steady_now(), who, node, kids});
+    auto [gec, data, st] = co_await s.async_get_data(path + "-counter", tuple);
+    CHECK_FALSE(gec);
+    co_await sleep_for(hold);
+    auto [sec, sst] = co_await s.async_set_data(path + "-counter", std::to_string(std::atoll(data.c_str()) + 1), -1, tuple);
+    CHECK_FALSE(sec);
+    log.push_back({steady_now(), false, who, node, true});
+    auto [rec] = co_await l.async_resign(tuple);
+    CHECK_FALSE(rec);
+}
+
+// Foreign workers and zklock candidates campaign `rounds` times each on one path; checks the
+// merged history (see above), and that leadership passed both ways between the libraries.
+void run_election_fleet(const election_flavor& f, const std::string& name)
+{
+    constexpr int rounds = 4, hold_ms = 100, workers = 2, candidates = 2;
+    const fs::path dir = fs::temp_directory_path() / ("zklock-" + name + "-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    if (f.library == "curator") (void)curator_classpath();  // compile before the clock starts
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::string servers = fault_server().connect_string();
+        session a{ex, config_for(servers)}, b{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(b);
+        const auto path = unique_path(name);
+        co_await a.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        auto [cec, cp, cst] = co_await a.async_create(path + "-counter", "0", create_mode::persistent, tuple);
+        REQUIRE_FALSE(cec);
+
+        std::vector<child> kids;
+        for (int w = 0; w < workers; ++w)
+            kids.push_back(spawn(election_worker(f, servers, path, rounds, hold_ms, dir / (f.library + "-" + std::to_string(w)))));
+        // zklock joins once both workers campaign, so that leadership passes between the libraries
+        // from the start rather than after the workers' start-up.
+        REQUIRE(co_await wait_children(a, path, workers, 60s) == static_cast<std::size_t>(workers));
+
+        std::vector<event> events;
+        std::vector<sighting> queues;
+        int errors = 0, done = 0;
+        for (int c = 0; c < candidates; ++c) {
+            session& s = c % 2 ? b : a;
+            asio::co_spawn(ex, [&, c]() -> awaitable<void> {
+                election e{s, path, election_options{.names = f.names}};
+                const std::string who = "zklock:" + std::to_string(c);
+                for (int i = 0; i < rounds; ++i) {
+                    auto [ec, l] = co_await e.async_campaign("zklock-" + std::to_string(c) + "-" + std::to_string(i), 60s,
+                                                             asio::as_tuple(asio::use_awaitable));
+                    if (ec) {
+                        ++errors;
+                        MESSAGE(who << ": " << ec.message());
+                        continue;
+                    }
+                    co_await lead(s, path, l, steady_now(), std::chrono::milliseconds(hold_ms), who, events, queues);
+                }
+                ++done;
+            }, asio::detached);
+        }
+        co_await reap(kids, 120s);
+        CHECK(co_await wait_until([&] { return done == candidates; }, 60s));
+        for (const auto& k : kids) {
+            const bool exited_ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
+            CHECK_MESSAGE(exited_ok, "worker status " << k.status);
+        }
+        CHECK(errors == 0);
+
+        for (int w = 0; w < workers; ++w) {
+            const auto file = dir / (f.library + "-" + std::to_string(w));
+            const auto who = f.library + ":" + std::to_string(w);
+            auto more = read_log(file, who);
+            events.insert(events.end(), more.begin(), more.end());
+            auto seen = read_queues(file, who);
+            queues.insert(queues.end(), seen.begin(), seen.end());
+        }
+        const auto v = check_history(events, true);
+        for (const auto& p : v.problems) FAIL_CHECK(p);
+        for (const auto& p : check_heads(queues)) FAIL_CHECK(p);
+        CHECK(v.grants == static_cast<std::size_t>((workers + candidates) * rounds));
+        CHECK(queues.size() == v.grants);  // every leader listed the path
+        CHECK(v.libraries == std::set<std::string>{"zklock", f.library});
+        // Leadership passed from zklock to the other library and back.
+        std::sort(events.begin(), events.end(), [](const event& x, const event& y) { return x.t < y.t; });
+        int to_foreign = 0, to_zklock = 0;
+        std::string last;
+        for (const auto& e : events) {
+            if (!e.grant) continue;
+            const auto lib = e.who.substr(0, e.who.find(':'));
+            if (last == "zklock" && lib != "zklock") ++to_foreign;
+            if (!last.empty() && last != "zklock" && lib == "zklock") ++to_zklock;
+            last = lib;
+        }
+        MESSAGE(f.library << " " << f.mode << ": " << v.grants << " terms, " << to_foreign << " passed from zklock, "
+                          << to_zklock << " to zklock, in " << since(t0) << " s");
+        CHECK(to_foreign >= 1);
+        CHECK(to_zklock >= 1);
+        CHECK(co_await read_counter(a, path + "-counter") == static_cast<std::int64_t>(v.grants));  // no lost update
+        CHECK((co_await children_of(a, path)).empty());                                           // no orphan
+        co_await a.async_close();
+        co_await b.async_close();
+    }, std::chrono::seconds(240));
+    fs::remove_all(dir);
+}
+
+// Checks what async_leader reports while the foreign candidate `node` (campaigning with `value`)
+// leads: that node, that value, the foreign library, the node's sequence, an ephemeral owner.
+awaitable<void> check_foreign_leader(election& e, const election_flavor& f, const std::string& node, const std::string& value)
+{
+    auto [ec, who] = co_await e.async_leader(tuple);
+    REQUIRE_FALSE(ec);
+    CHECK(who.node == node);
+    CHECK(who.value == value);
+    CHECK(who.library == f.foreign);
+    CHECK(who.sequence == seq_of(node));
+    CHECK(who.stat.ephemeral_owner != 0);
+}
+
+// The leader dies, twice: a foreign leader's process is killed (its session expires after 1.5 s),
+// and the zklock candidate next in the queue takes over; that one's session is closed while it
+// leads, and the foreign candidate next in the queue takes over; after it resigns, the last
+// (zklock) candidate leads. The queue: F1 (foreign, leads), Z1 (zklock, session z1), F2 (foreign),
+// Z2 (zklock). async_leader is asked while each foreign candidate leads.
+void run_election_takeover(const election_flavor& f, const std::string& name)
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-" + name + "-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    if (f.library == "curator") (void)curator_classpath();
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::string servers = fault_server().connect_string();
+        session a{ex, config_for(servers)}, z1{ex, config_for(servers)};
+        co_await connect(a);
+        co_await connect(z1);
+        const auto path = unique_path(name);
+        const auto counter = path + "-counter";
+        co_await a.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        auto [cec, cp, cst] = co_await a.async_create(counter, "0", create_mode::persistent, tuple);
+        REQUIRE_FALSE(cec);
+        election e{a, path, election_options{.names = f.names}};
+        std::vector<event> events;
+        std::vector<sighting> queues;
+
+        // F1 leads (alone in the queue) and would hold for a minute: it is killed meanwhile.
+        const auto f1_log = dir / "f1", f2_log = dir / "f2";
+        std::vector<child> kids{spawn(election_worker(f, servers, path, 1, 60000, f1_log, 1500))};
+        const auto f1 = co_await wait_log_line(f1_log, "queue", 60s);  // it leads and has listed the path
+        REQUIRE_FALSE(f1.empty());
+        co_await check_foreign_leader(e, f, f1, foreign_value(f, kids[0], 0));
+
+        // Z1, then F2, then Z2 queue behind it, in this order.
+        election e1{z1, path, election_options{.names = f.names}};
+        leadership l1, l2;
+        bool z1_done = false, z2_done = false;
+        std::int64_t z1_granted = 0, z2_granted = 0;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await e1.async_campaign("zklock-1", 60s, asio::as_tuple(asio::use_awaitable));
+            z1_granted = steady_now();
+            CHECK_FALSE(ec);
+            l1 = std::move(l);
+            z1_done = true;
+        }, asio::detached);
+        REQUIRE(co_await wait_children(a, path, 2, 20s) == 2);
+        kids.push_back(spawn(election_worker(f, servers, path, 1, 1000, f2_log)));
+        REQUIRE(co_await wait_children(a, path, 3, 60s) == 3);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec, l] = co_await e.async_campaign("zklock-2", 60s, asio::as_tuple(asio::use_awaitable));
+            z2_granted = steady_now();
+            CHECK_FALSE(ec);
+            l2 = std::move(l);
+            z2_done = true;
+        }, asio::detached);
+        REQUIRE(co_await wait_children(a, path, 4, 20s) == 4);
+        CHECK_FALSE(z1_done);
+
+        // F1 dies. Its session expires; Z1 leads. F1's term ends, for the history, when it was killed.
+        const auto killed = steady_now();
+        ::kill(kids[0].pid, SIGKILL);
+        ::waitpid(kids[0].pid, &kids[0].status, 0);
+        events.push_back({killed, false, f.library + ":1", f1, true});
+        REQUIRE(co_await wait_until([&] { return z1_done; }, 30s));
+        CHECK(l1.is_leader());
+        const std::string z1_node{detail::base_name(l1.node())};
+        events.push_back({z1_granted, true, "zklock:1", z1_node, true});
+        auto [lec, listing] = co_await z1.async_get_children(path, tuple);
+        CHECK_FALSE(lec);
+        queues.push_back({steady_now(), "zklock:1", z1_node, listing});
+        MESSAGE(f.library << " " << f.mode << ": zklock led " << (z1_granted - killed) / 1000000 << " ms after the "
+                          << "foreign leader was killed");
+
+        // Z1 dies: after leading for a while (long enough for a second leader to show), its session
+        // is closed (its node goes with it). F2 leads.
+        co_await sleep_for(300ms);
+        events.push_back({steady_now(), false, "zklock:1", z1_node, true});
+        co_await z1.async_close(tuple);
+        const auto f2 = co_await wait_log_line(f2_log, "queue", 30s);
+        REQUIRE_FALSE(f2.empty());
+        co_await check_foreign_leader(e, f, f2, foreign_value(f, kids[1], 0));
+        const auto asked = steady_now();
+
+        // F2 resigns after its term; Z2 leads.
+        REQUIRE(co_await wait_until([&] { return z2_done; }, 30s));
+        CHECK(l2.is_leader());
+        const auto f2_events = read_log(f2_log, f.library + ":2");
+        REQUIRE(f2_events.size() == 2);
+        CHECK(f2_events[1].t > asked);  // F2 still led when async_leader answered
+        co_await lead(a, path, l2, z2_granted, 10ms, "zklock:2", events, queues);
+        co_await reap(kids, 60s);
+        CHECK((WIFSIGNALED(kids[0].status) && WTERMSIG(kids[0].status) == SIGKILL));
+        CHECK((WIFEXITED(kids[1].status) && WEXITSTATUS(kids[1].status) == 0));
+
+        for (const auto& [file, who] : {std::pair{f1_log, f.library + ":1"}, std::pair{f2_log, f.library + ":2"}}) {
+            auto more = read_log(file, who);
+            events.insert(events.end(), more.begin(), more.end());
+            auto seen = read_queues(file, who);
+            queues.insert(queues.end(), seen.begin(), seen.end());
+        }
+        const auto v = check_history(events, true);
+        for (const auto& p : v.problems) FAIL_CHECK(p);
+        for (const auto& p : check_heads(queues)) FAIL_CHECK(p);
+        CHECK(v.grants == 4);
+        CHECK(queues.size() == 4);
+        // The grants, in time order, went F1, Z1, F2, Z2: the queue's order.
+        std::sort(events.begin(), events.end(), [](const event& x, const event& y) { return x.t < y.t; });
+        std::vector<std::string> order;
+        for (const auto& e2 : events)
+            if (e2.grant) order.push_back(e2.who);
+        CHECK(order == std::vector<std::string>{f.library + ":1", "zklock:1", f.library + ":2", "zklock:2"});
+        CHECK(co_await read_counter(a, counter) == 2);  // F2 and Z2 wrote; the two that died did not
+        CHECK((co_await children_of(a, path)).empty());
+        MESSAGE(f.library << " " << f.mode << ": takeovers done in " << since(t0) << " s");
+        co_await a.async_close();
+    }, std::chrono::seconds(180));
+    fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("interop: election with Curator's LeaderLatch (zklock's default names): one leader at a time, in queue order")
+{
+    run_election_fleet(curator_latch, "interop-elect-latch");
+}
+
+TEST_CASE("interop: election with Curator's LeaderLatch: each dead leader's successor in queue order takes over")
+{
+    run_election_takeover(curator_latch, "interop-elect-latch-death");
+}
+
+TEST_CASE("interop: election with Curator's LeaderSelector (curator_selector names): one leader at a time, in queue order")
+{
+    run_election_fleet(curator_selector, "interop-elect-selector");
+}
+
+TEST_CASE("interop: election with Curator's LeaderSelector: each dead leader's successor in queue order takes over")
+{
+    run_election_takeover(curator_selector, "interop-elect-selector-death");
+}
+
+TEST_CASE("interop: election with Kazoo's Election (kazoo names): one leader at a time, in queue order")
+{
+    run_election_fleet(kazoo_election, "interop-elect-kazoo");
+}
+
+TEST_CASE("interop: election with Kazoo's Election: each dead leader's successor in queue order takes over")
+{
+    run_election_takeover(kazoo_election, "interop-elect-kazoo-death");
 }
 
 TEST_CASE("guarded writes: a holder whose node is gone cannot write, even before it has heard of the loss")
