@@ -74,8 +74,8 @@ constexpr std::array<option_spec, 17> specs{{
      "this zklock).",
      to_elect},
     {"names", 0, "NAMES",
-     "elect: name the candidate node as the library sharing PATH names its own: curator-latch (Curator's "
-     "LeaderLatch, the default), kazoo (Kazoo's Election) or curator-selector (Curator's LeaderSelector).",
+     "elect: name the candidate node as the library sharing PATH names its own: curator-selector (Curator's "
+     "LeaderSelector, the default), curator-latch (Curator's LeaderLatch) or kazoo (Kazoo's Election).",
      to_elect},
     {"watch", 0, "", "leader: print each change of leader, one line each, until SIGINT, SIGTERM, SIGHUP or SIGQUIT (status 0).",
      to_leader},

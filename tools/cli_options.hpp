@@ -50,7 +50,7 @@ struct options {
     std::chrono::milliseconds kill_after{5'000};
     std::string owner;  ///< empty: the library's "<host>:<pid>"
     std::string value;  ///< elect: the candidate's value; empty: the library's "<host>:<pid>"
-    zklock::election_names names = zklock::election_names::curator_latch;  ///< elect: --names
+    zklock::election_names names = zklock::election_names::curator_selector;  ///< elect: --names
     bool watch = false;  ///< leader: --watch
     bool verbose = false;
     bool tls = false;  ///< --tls, or any --tls-* option or variable given

@@ -8,11 +8,11 @@
 // campaigning.
 //
 // Other libraries' candidates on the same path are candidates here too, in queue order: Apache
-// Curator's LeaderLatch ("...latch-<seq>"), its LeaderSelector (an InterProcessMutex,
-// "...lock-<seq>") and Kazoo's Election (a Kazoo Lock, "<uuid>__lock__<seq>"). For them to see
-// ours, name ours as they name theirs (election_options::names). Each of those libraries sees only
-// its own names (Curator's LeaderLatch sorts any other name by the whole name), so one election
-// path serves zklock and one of them.
+// Curator's LeaderSelector (an InterProcessMutex, "...lock-<seq>"), its LeaderLatch
+// ("...latch-<seq>") and Kazoo's Election (a Kazoo Lock, "<uuid>__lock__<seq>"). For them to see
+// ours, name ours as they name theirs (election_options::names; by default as LeaderSelector
+// does). Each of those libraries sees only its own names (Curator sorts any other name by the
+// whole name, Kazoo ignores it), so one election path serves zklock and one of them.
 #pragma once
 
 #include <zklock/basic_lock.hpp>
@@ -28,14 +28,17 @@ namespace zklock {
 
 /// How an election names its candidates: as the library it shares the path with does.
 enum class election_names : std::uint8_t {
-    curator_latch,     ///< "x-<id>-latch-<seq>": Apache Curator's LeaderLatch sees them (the default)
+    curator_selector,  ///< "x-<id>-lock-<seq>" (the default): Curator's LeaderSelector (an
+                       ///< InterProcessMutex) sees them, and so do a zklock::mutex, Curator's
+                       ///< InterProcessMutex and Kazoo's Lock with extra_lock_patterns=["lock-"]
+    curator_latch,     ///< "x-<id>-latch-<seq>": Apache Curator's LeaderLatch sees them. A
+                       ///< LeaderLatch candidate waiting on ours stops watching at a data change,
+                       ///< so leadership::async_proclaim is refused with these names
     kazoo,             ///< "x-<id>-__lock__<seq>": Kazoo's Election (a Kazoo Lock) sees them
-    curator_selector,  ///< "x-<id>-lock-<seq>": Curator's LeaderSelector (an InterProcessMutex), and
-                       ///< a zklock::mutex on the path, see them
 };
 
 struct election_options {
-    election_names names = election_names::curator_latch;
+    election_names names = election_names::curator_selector;
     /// Optional: told, on the session's executor, each time a waiting campaign has looked at the
     /// queue and must wait: its candidate node's path and how many candidates are ahead of it
     /// (as lock_options::on_queued). Must not throw.
@@ -89,7 +92,10 @@ public:
     ///
     /// Completion signature: void(error_code).
     /// Errors: errc::lock_lost (our node is gone: nothing was written), errc::session_expired,
-    /// errc::already_released (empty or resigned: nothing sent), errc::request_too_large; a
+    /// errc::already_released (empty or resigned: nothing sent), errc::not_supported (an election
+    /// named for Curator's LeaderLatch: a LeaderLatch candidate waiting on our node would stop
+    /// watching it at the write, and the election would stall; nothing sent),
+    /// errc::request_too_large; a
     /// connection loss (zk_errc::connection_loss) leaves the outcome unknown, as for any write.
     /// Executor: the handler's associated executor (default: the session's). Not cancellable:
     /// the write's outcome is the server's. Thread safety: from the session's executor.

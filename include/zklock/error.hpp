@@ -57,6 +57,8 @@ enum class errc {
                                      ///< or one it does not trust).
     tls_required,         ///< TLS is not configured but the server speaks only TLS (its secure port).
     no_leader,            ///< An election has no candidate now (election::async_leader).
+    not_supported,        ///< Not supported in this configuration (the operation's documentation
+                          ///< says which: e.g. leadership::async_proclaim with Curator LeaderLatch names).
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.

@@ -63,6 +63,9 @@ public:
         case errc::tls_client_certificate_refused:
             return "The server refused the client's TLS certificate (missing, or not signed by a CA it trusts).";
         case errc::no_leader: return "The election has no leader: nobody is campaigning.";
+        case errc::not_supported:
+            return "Not supported in this configuration (an election named for Curator's LeaderLatch cannot "
+                   "proclaim: LeaderLatch stops watching a candidate whose data changes).";
         case errc::tls_required:
             return "The server accepts only TLS on this port: configure session_config::tls (or use its plaintext "
                    "port).";

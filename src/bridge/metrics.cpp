@@ -113,6 +113,7 @@ const char* errc_name(errc e) noexcept
     case errc::tls_client_certificate_refused: return "tls_client_certificate_refused";
     case errc::tls_required: return "tls_required";
     case errc::no_leader: return "no_leader";
+    case errc::not_supported: return "not_supported";
     }
     return nullptr;
 }

@@ -2,16 +2,17 @@
 // and each candidate waits on the one just before it. Cohort mode does not apply: leadership is
 // one candidate's, not a turn to hand round.
 //
-// Names: Apache Curator's LeaderLatch names its candidates "...latch-<seq>" (the default here);
-// Kazoo's Election is a Kazoo Lock ("<uuid>__lock__<seq>"), and Curator's LeaderSelector an
-// InterProcessMutex ("...lock-<seq>"), so an election that shares its path with one of those names
-// its candidates as they do (election_options::names).
+// Names: Curator's LeaderSelector is an InterProcessMutex ("...lock-<seq>", the default here),
+// Curator's LeaderLatch names its candidates "...latch-<seq>", Kazoo's Election is a Kazoo Lock
+// ("<uuid>__lock__<seq>"): an election that shares its path with one of those names its
+// candidates as they do (election_options::names).
 #include <zklock/detail/recipe.hpp>
 
 namespace zklock::detail {
 
 namespace {
-constexpr std::string_view markers[] = {"latch-", "__lock__", "lock-"};
+// In the order of election_names.
+constexpr std::string_view markers[] = {"lock-", "latch-", "__lock__"};
 constexpr foreign_name foreign[] = {{"latch-", lock_library::curator}};
 }  // namespace
 
@@ -111,6 +112,13 @@ void initiate_leader(session_ptr s, std::string path, handler<error_code, leader
 
 void initiate_proclaim(std::shared_ptr<lease_state> s, std::string value, handler<error_code> h)
 {
+    // A candidate named for Curator's LeaderLatch: a LeaderLatch candidate waiting on it acts on
+    // its deletion only, and does not watch again after another event (LeaderLatch's watcher).
+    const std::string_view name = s ? base_name(s->node()) : std::string_view{};
+    if (name.size() > 19 && name.front() == 'x' && name.substr(19).starts_with("latch-")) {
+        stored_handler<error_code> sh(std::move(h), s->session()->executor());
+        return sh.post(s->session()->executor(), errc::not_supported);
+    }
     std::vector<multi_op> ops;
     if (s) ops.push_back(multi_op::set_data(s->node(), std::move(value)));
     else ops.push_back(multi_op::check("/", -1));  // refused before it is sent: the lease is empty

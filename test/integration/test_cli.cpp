@@ -1214,7 +1214,7 @@ TEST_CASE("zklock cli: elect runs COMMAND while leading, in campaign order, and 
         const auto recorded = fields_of(slurp(first_node));
         REQUIRE(recorded.size() == 2);
         CHECK(path + "/" + row[0] == recorded[0]);  // ZKLOCK_NODE: our candidate node
-        CHECK(row[0].find("-latch-") != std::string::npos);  // Curator LeaderLatch's names by default
+        CHECK(row[0].find("-lock-") != std::string::npos);  // Curator LeaderSelector's names by default
         CHECK(row[1] == "zklock");
         CHECK(row[2].ends_with("s"));
         CHECK(row[3] == "first");
@@ -1300,7 +1300,7 @@ TEST_CASE("zklock cli: leader --watch prints each change of leader at once, SIGI
             const auto f = fields_of(lines[0]);
             REQUIRE(f.size() == 5);  // TIME NODE LIBRARY AGE VALUE
             CHECK(f[0].size() >= 23);
-            CHECK(f[1].find("-latch-") != std::string::npos);
+            CHECK(f[1].find("-lock-") != std::string::npos);
             CHECK(f[2] == "zklock");
             CHECK(f[4] == "first");
         }

@@ -55,7 +55,7 @@ TEST_CASE("election: one leader at a time, in queue order, across resign and a c
         CHECK(co_await eventually([&] { return order.size() == 1; }));
         CHECK(order == std::vector<int>{0});
         CHECK(held[0].is_leader());
-        CHECK(held[0].node().find("-latch-") != std::string::npos);  // Curator LeaderLatch's names
+        CHECK(held[0].node().find("-lock-") != std::string::npos);  // Curator LeaderSelector's names
 
         // The leader, as anyone sees it.
         election watcher{*ss[3], path};
@@ -256,6 +256,17 @@ TEST_CASE("election: candidates are named as the library sharing the path names 
             // A "lock-" candidate is a mutex's node: Curator's LeaderSelector is a mutex too.
             CHECK(q.entries[0].recipe == (names == election_names::curator_selector ? "mutex" : "election"));
             CHECK(q.entries[0].data == "v");
+            co_await l.async_resign();
+        }
+        // Named for Curator's LeaderLatch, a leader cannot proclaim: a LeaderLatch waiting on it
+        // would stop watching it.
+        {
+            election latch{*ss[0], unique_path("latch"), election_options{election_names::curator_latch}};
+            auto l = co_await latch.async_campaign("v", 5s);
+            auto [ec] = co_await l.async_proclaim("v2", tuple);
+            CHECK(ec == errc::not_supported);
+            auto [lec, who] = co_await latch.async_leader(tuple);
+            CHECK(who.value == "v");
             co_await l.async_resign();
         }
         // A selector-named election and a mutex on one path are one queue.

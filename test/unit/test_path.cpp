@@ -121,8 +121,9 @@ TEST_CASE("queue node names round-trip and order by sequence")
     std::string name = node_prefix(node_kind::exclusive, id) + "0000000042";
     CHECK(name == "x-00ab12cd34ef5678-lock-0000000042");  // Curator's InterProcessMutex marker
     CHECK(node_prefix(writer_recipe, id) == "x-00ab12cd34ef5678-__WRIT__");
-    CHECK(node_prefix(election_recipe, id) == "x-00ab12cd34ef5678-latch-");
-    CHECK(node_prefix(election_recipe, id, 1) == "x-00ab12cd34ef5678-__lock__");
+    CHECK(node_prefix(election_recipe, id) == "x-00ab12cd34ef5678-lock-");
+    CHECK(node_prefix(election_recipe, id, 1) == "x-00ab12cd34ef5678-latch-");
+    CHECK(node_prefix(election_recipe, id, 2) == "x-00ab12cd34ef5678-__lock__");
     CHECK(node_prefix(node_kind::shared, id) == "r-00ab12cd34ef5678-__READ__");
     CHECK(node_prefix(node_kind::permit, id) == "s-00ab12cd34ef5678-");
     for (std::string own : {"x-00ab12cd34ef5678-__WRIT__0000000042", "r-00ab12cd34ef5678-__READ__0000000042",
