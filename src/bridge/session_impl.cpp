@@ -12,6 +12,8 @@
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -685,22 +687,10 @@ void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
     submit(std::move(r), rc, request_type::get_children);
 }
 
-void session_impl::note_queue_size(const std::string& dir, std::size_t n)
+std::size_t session_impl::next_extension_id() noexcept
 {
-    for (auto& q : queue_sizes_)
-        if (q.dir == dir) {
-            q.n = n;
-            return;
-        }
-    queue_sizes_[next_queue_size_] = {dir, n};
-    next_queue_size_ = (next_queue_size_ + 1) % queue_sizes_.size();
-}
-
-std::size_t session_impl::queue_size_hint(const std::string& dir) const noexcept
-{
-    for (const auto& q : queue_sizes_)
-        if (q.dir == dir) return q.n;
-    return 0;
+    static std::atomic<std::size_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace {

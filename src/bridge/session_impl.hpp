@@ -55,7 +55,6 @@
 namespace zklock::detail {
 
 class close_service;
-class cohort;
 class tls_bridge;
 
 /// Told of the session's state changes, on the session's executor.
@@ -102,12 +101,6 @@ public:
     /// errc::request_too_large if a request with this much path and data would exceed
     /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
     error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
-
-    /// How long `dir`'s queue was in the latest listing an acquire of this session saw (0: none
-    /// remembered): a waiter whose predecessor just left decides from it whether to read the
-    /// handoff mark or list again. A few lock paths are remembered, the oldest forgotten first.
-    void note_queue_size(const std::string& dir, std::size_t n);
-    std::size_t queue_size_hint(const std::string& dir) const noexcept;
 
     /// Completes once connected (posted if that is known now). Returns an id for cancel_connect,
     /// 0 if the outcome was known at once.
@@ -165,9 +158,17 @@ public:
     /// `o` hears of every state change from now on, for as long as it lives.
     void subscribe(std::weak_ptr<session_observer> o);
 
-    /// Cohort mode's local queues, by role and lock path (src/ops/cohort.cpp). Held weakly: a cohort
-    /// lives while it has waiters, holders or a ZooKeeper node, and removes its entry as it goes.
-    std::unordered_map<std::string, std::weak_ptr<cohort>>& cohorts() noexcept { return cohorts_; }
+    /// State that a layer above the bridge keeps per session (cohort mode's local queues, the
+    /// queue-size hints of the acquires): one object per type T, made by T's default constructor
+    /// on first use and destroyed with the session. The bridge knows none of them.
+    template <class T> T& extension()
+    {
+        const std::size_t id = extension_id<T>();
+        if (id >= extensions_.size()) extensions_.resize(id + 1);
+        auto& slot = extensions_[id];
+        if (!slot) slot = std::make_shared<T>();
+        return *static_cast<T*>(slot.get());
+    }
 
     // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
@@ -296,11 +297,6 @@ private:
     std::vector<unique_function<void(error_code, session_state)>> state_waiters_;
     watch_table watches_;
     std::vector<std::weak_ptr<session_observer>> observers_;
-    struct queue_size {
-        std::string dir;
-        std::size_t n = 0;
-    };
-    std::array<queue_size, 8> queue_sizes_;
     struct listing_batch {
         std::string dir;
         std::vector<listing_cb> waiters;
@@ -308,7 +304,6 @@ private:
     std::vector<std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
     std::vector<std::string> listings_in_flight_;                // the path of each listing sent, not answered
     void send_listing(const std::shared_ptr<listing_batch>& b);
-    std::size_t next_queue_size_ = 0;
     bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
@@ -333,7 +328,14 @@ private:
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).
     close_service& closer_;
-    std::unordered_map<std::string, std::weak_ptr<cohort>> cohorts_;
+
+    static std::size_t next_extension_id() noexcept;
+    template <class T> static std::size_t extension_id() noexcept
+    {
+        static const std::size_t id = next_extension_id();
+        return id;
+    }
+    std::vector<std::shared_ptr<void>> extensions_;  // see extension(), by extension_id
 };
 
 }  // namespace zklock::detail

@@ -2,6 +2,7 @@
 #include "ops/cohort.hpp"
 #include "bridge/deadline.hpp"
 #include "ops/lease_state.hpp"
+#include "ops/queue_hints.hpp"
 #include "bridge/session_impl.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
@@ -175,7 +176,7 @@ private:
                        });
             s_->list_queue(fsm_.dir(), [self, created](error_code ec, std::shared_ptr<const listing> l) {
                 auto& [cec, path, czxid] = *created;
-                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run_listed(self->fsm_.on_created(cec, std::move(path), czxid, ec, *l));
             });
             break;
@@ -185,7 +186,7 @@ private:
             break;
         case ak::list:
             s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
-                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run_listed(self->fsm_.on_listed(ec, *l));
             });
             break;
@@ -217,7 +218,7 @@ private:
                 self->check_own_watch_order();
                 self->run(ec ? self->fsm_.on_session_lost(ec)
                              : self->fsm_.on_watch_fired(ev.type == watch_event_type::deleted,
-                                                         self->s_->queue_size_hint(self->fsm_.dir())));
+                                                         self->s_->extension<queue_hints>().hint(self->fsm_.dir())));
             });
             break;
         case ak::arm: {
@@ -349,7 +350,7 @@ private:
             });
         } else {
             s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
-                if (!ec) self->s_->note_queue_size(self->fsm_.dir(), l->children());
+                if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run(self->fsm_.on_listed(ec, *l));
             });
         }
@@ -367,7 +368,7 @@ private:
             if (!ec || self->ahead_ != w) return;
             self->drop_ahead();  // no watch was set
             if (ec == zk_errc::no_node && !self->fsm_.finished())
-                self->run(self->fsm_.on_ahead_fired(self->s_->queue_size_hint(self->fsm_.dir())));
+                self->run(self->fsm_.on_ahead_fired(self->s_->extension<queue_hints>().hint(self->fsm_.dir())));
         });
         // As for watch_own: the callback holds the watch by address only; drop_ahead() breaks the
         // cycle through `self`.
@@ -375,7 +376,7 @@ private:
             if (ec || self->fsm_.finished() || self->ahead_.get() != raw) return;
             self->ahead_.reset();
             if (ev.type == watch_event_type::deleted)
-                return self->run(self->fsm_.on_ahead_fired(self->s_->queue_size_hint(self->fsm_.dir())));
+                return self->run(self->fsm_.on_ahead_fired(self->s_->extension<queue_hints>().hint(self->fsm_.dir())));
             // Its data changed: keep watching (the fsm still names it: its state changes only on
             // on_ahead_fired or a new wait_event, which replaces this watch).
             if (!self->fsm_.ahead_node().empty()) self->watch_ahead(self->fsm_.ahead_node());

@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <unordered_map>
 
 namespace zklock::detail {
 
@@ -57,6 +58,14 @@ std::string cohort_key(const acquire_request& req)
 
 }  // namespace
 
+class cohort;
+
+// A session's cohorts, by role and lock path (a session extension). Held weakly: a cohort lives
+// while it has waiters, holders or a ZooKeeper node, and removes its entry as it goes.
+struct cohort_table {
+    std::unordered_map<std::string, std::weak_ptr<cohort>> map;
+};
+
 class cohort final : public session_observer, public std::enable_shared_from_this<cohort> {
 public:
     using clock = std::chrono::steady_clock;
@@ -70,7 +79,7 @@ public:
 
     ~cohort()
     {
-        auto& table = s_->cohorts();
+        auto& table = s_->extension<cohort_table>().map;
         if (auto it = table.find(key_); it != table.end() && it->second.expired()) table.erase(it);
     }
 
@@ -452,7 +461,7 @@ private:
 void initiate_cohort_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
 {
     auto key = cohort_key(req);
-    auto& slot = s->cohorts()[key];
+    auto& slot = s->extension<cohort_table>().map[key];
     auto c = slot.lock();
     if (!c) {
         c = std::make_shared<cohort>(s, std::move(key), req);

@@ -1,4 +1,5 @@
 #include "ops/lease_state.hpp"
+#include "ops/queue_hints.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/recipe.hpp>
@@ -264,7 +265,7 @@ public:
         // ours. A waiter that finds no mark lists, so this is about cost, never about safety.
         if (!mark_dir_.empty()) {
             // 0: the session does not remember this path's queue (it keeps a few): mark, as before.
-            const std::size_t hint = s_->queue_size_hint(mark_dir_);
+            const std::size_t hint = s_->extension<queue_hints>().hint(mark_dir_);
             if (hint != 0 && hint < acquire_fsm::min_queue_for_mark / 2) mark_dir_.clear();
         }
         if (mark_dir_.empty()) {
