@@ -59,6 +59,7 @@ struct leader_info {
 class leadership;
 
 namespace detail {
+extern const recipe election_recipe;  // src/recipes/election.cpp
 class observer_state;
 void initiate_leader(session_ptr s, std::string path, handler<error_code, leader_info> h);
 void initiate_proclaim(std::shared_ptr<lease_state> s, std::string value, handler<error_code> h);

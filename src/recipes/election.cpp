@@ -6,7 +6,12 @@
 // Curator's LeaderLatch names its candidates "...latch-<seq>", Kazoo's Election is a Kazoo Lock
 // ("<uuid>__lock__<seq>"): an election that shares its path with one of those names its
 // candidates as they do (election_options::names).
+#include "bridge/handler_util.hpp"
+#include "bridge/session_impl.hpp"
+#include "ops/lease_state.hpp"
+
 #include <zklock/detail/recipe.hpp>
+#include <zklock/election.hpp>
 
 namespace zklock::detail {
 
@@ -21,12 +26,6 @@ constinit const recipe election_recipe{"election", node_kind::exclusive, markers
 }  // namespace zklock::detail
 
 // ---- the election's own operations: the leader, an observer, proclaim ---------------------------
-
-#include "bridge/handler_util.hpp"
-#include "ops/lease_state.hpp"
-#include "bridge/session_impl.hpp"
-
-#include <zklock/election.hpp>
 
 namespace zklock::detail {
 

@@ -107,8 +107,13 @@ private:
         switch (b % 3) {
         case 0: {
             // The exclusive recipes differ only in their names: each with each of its markers.
-            const recipe* const exclusive[] = {&mutex_recipe, &writer_recipe, &election_recipe};
-            const recipe& r = *exclusive[(b / 3) % 3];
+            static const std::vector<const recipe*> exclusive = [] {
+                std::vector<const recipe*> v;
+                for (const recipe* r : recipes())
+                    if (r->kind == node_kind::exclusive) v.push_back(r);
+                return v;
+            }();
+            const recipe& r = *exclusive[(b / 3) % exclusive.size()];
             return {r, 1, static_cast<std::uint8_t>((b / 9) % r.markers.size())};
         }
         case 1: return {node_kind::shared, 1};

@@ -121,9 +121,9 @@ TEST_CASE("queue node names round-trip and order by sequence")
     std::string name = node_prefix(node_kind::exclusive, id) + "0000000042";
     CHECK(name == "x-00ab12cd34ef5678-lock-0000000042");  // Curator's InterProcessMutex marker
     CHECK(node_prefix(writer_recipe, id) == "x-00ab12cd34ef5678-__WRIT__");
-    CHECK(node_prefix(election_recipe, id) == "x-00ab12cd34ef5678-lock-");
-    CHECK(node_prefix(election_recipe, id, 1) == "x-00ab12cd34ef5678-latch-");
-    CHECK(node_prefix(election_recipe, id, 2) == "x-00ab12cd34ef5678-__lock__");
+    CHECK(node_prefix(*find_recipe("election"), id) == "x-00ab12cd34ef5678-lock-");
+    CHECK(node_prefix(*find_recipe("election"), id, 1) == "x-00ab12cd34ef5678-latch-");
+    CHECK(node_prefix(*find_recipe("election"), id, 2) == "x-00ab12cd34ef5678-__lock__");
     CHECK(node_prefix(node_kind::shared, id) == "r-00ab12cd34ef5678-__READ__");
     CHECK(node_prefix(node_kind::permit, id) == "s-00ab12cd34ef5678-");
     for (std::string own : {"x-00ab12cd34ef5678-__WRIT__0000000042", "r-00ab12cd34ef5678-__READ__0000000042",
@@ -293,7 +293,7 @@ TEST_CASE("recipes: every name is one recipe's, and the election's names are rec
     for (std::string_view name : {"_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-latch-0000000012", "latch-0000000012"}) {
         const auto v = parse_queue_view(name);
         REQUIRE(v);
-        CHECK(v->what == &election_recipe);
+        CHECK(v->what == find_recipe("election"));
         CHECK(v->library == zklock::lock_library::curator);
         CHECK(v->kind == node_kind::exclusive);
         CHECK(v->seq == 12);
@@ -307,5 +307,5 @@ TEST_CASE("recipes: every name is one recipe's, and the election's names are rec
     CHECK(writer_recipe.cohort);
     CHECK(reader_recipe.cohort);
     CHECK_FALSE(semaphore_recipe.cohort);
-    CHECK_FALSE(election_recipe.cohort);
+    CHECK_FALSE(find_recipe("election")->cohort);
 }

@@ -38,16 +38,19 @@ struct recipe {
     bool cohort = false;
 };
 
-/// The recipes, one file each in src/recipes/.
+/// The recipes the generic code names (each kind's base recipe, and the writer, which can
+/// downgrade), one file each in src/recipes/. Any other recipe is declared by its own public
+/// header and listed in src/recipes/registry.cpp.
 extern const recipe mutex_recipe;      ///< mutex (and Curator's InterProcessMutex, LeaderSelector; Kazoo's Lock)
 extern const recipe writer_recipe;     ///< shared_mutex, its write side
 extern const recipe reader_recipe;     ///< shared_mutex, its read side
 extern const recipe semaphore_recipe;  ///< semaphore permits
-extern const recipe election_recipe;   ///< election candidates (and Curator's LeaderLatch)
 
 /// Every recipe, in the order names are matched: a zklock name is the first recipe's whose kind
 /// and one of whose markers it has; a foreign name is the first recipe's listing its marker.
 std::span<const recipe* const> recipes() noexcept;
+/// The recipe named `name` (recipe::name; the first, for the shared_mutex's two), or null.
+const recipe* find_recipe(std::string_view name) noexcept;
 
 /// The recipe of zklock's names of `kind` that carry no marker (zklock before 0.2), and the
 /// recipe a policy built from a bare kind stands for: mutex, shared_mutex's reader, semaphore.
