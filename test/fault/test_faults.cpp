@@ -343,6 +343,59 @@ TEST_CASE("fault 4: a holder cut off for longer than the session timeout is told
     });
 }
 
+TEST_CASE("fault 4e: an elected leader cut off is told before the next candidate leads, and observers follow")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto& server = fault_server();
+        fault_proxy proxy{server.port()};
+        session hs{ex, config_for(proxy.connect_string(), 2000ms)};
+        session ws{ex, config_for(server.connect_string(), 6000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        checker c;
+        const auto path = unique_path("elect-partition");
+        c.expect_queue_order(path);
+        election eh{hs, path}, ew{ws, path};
+        auto lead = co_await eh.async_campaign("cut-off", 5s);
+        c.granted(path, "leader", lead.fencing_token(), seq_of(lead.node()));
+        auto observer = ew.observe();
+        auto [oec, first] = co_await observer.async_next(tuple);
+        REQUIRE_FALSE(oec);
+        CHECK(first.value == "cut-off");
+
+        std::chrono::steady_clock::time_point told{}, elected{};
+        bool next_done = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto l = co_await ew.async_campaign("next", 60s);
+            elected = std::chrono::steady_clock::now();
+            co_await critical_section(c, path, "next", l, 200ms);
+            next_done = true;
+        }, asio::detached);
+        CHECK(co_await wait_children(ws, path, 2) == 2);
+
+        proxy.blackhole();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [reason] = co_await lead.async_wait_lost(tuple);
+        told = std::chrono::steady_clock::now();
+        c.released(path, "leader", "lost: " + reason.message());
+        CHECK(reason == errc::session_expired);
+        CHECK_FALSE(lead.is_leader());
+        CHECK(co_await wait_until([&] { return elected != std::chrono::steady_clock::time_point{}; }, 15s));
+        MESSAGE("leader told " << std::chrono::duration<double>(told - t0).count() << " s after the cut, the next elected "
+                               << std::chrono::duration<double>(elected - t0).count() << " s after it");
+        CHECK(told < elected);
+        // The observer, on the other side, sees the new leader.
+        auto [oec2, second] = co_await observer.async_next(tuple);
+        REQUIRE_FALSE(oec2);
+        if (!second) std::tie(oec2, second) = co_await observer.async_next(tuple);  // (between the two)
+        CHECK(second.value == "next");
+        proxy.pass();
+        CHECK(co_await wait_until([&] { return next_done; }, 10s));
+        CHECK_MESSAGE(c.ok(), c.report());
+    });
+}
+
 TEST_CASE("fault 4b: on a slow link the holder is still told before the server expires its session")
 {
     // The server's clock for the session starts when it last *received* from us; ours when we last
