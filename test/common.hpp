@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 #include <unistd.h>
@@ -75,6 +76,24 @@ inline session_config config_for(const std::string& servers, std::chrono::millis
     c.session_timeout = session_timeout;
     c.connect_timeout = 15s;
     return c;
+}
+
+/// Sessions of one test, each connected; `[i]` wraps around.
+struct sessions {
+    std::vector<std::unique_ptr<session>> all;
+    session& operator[](std::size_t i) { return *all[i % all.size()]; }
+};
+
+/// Opens `n` sessions to `servers`, one after the other.
+inline awaitable<sessions> open_sessions(std::string servers, int n)
+{
+    auto ex = co_await asio::this_coro::executor;
+    sessions s;
+    for (int i = 0; i < n; ++i) {
+        s.all.push_back(std::make_unique<session>(ex, config_for(servers)));
+        co_await connect(*s.all.back());
+    }
+    co_return s;
 }
 
 /// The queue nodes under `path` (empty when the directory does not exist).

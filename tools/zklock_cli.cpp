@@ -123,6 +123,32 @@ void report_session(const zklock::session& zk, const cli::options& o)
             cli::format_duration(granted).c_str(), cli::format_duration(o.session_timeout).c_str());
 }
 
+/// How connecting went: connected (with --verbose, the session reported), interrupted by
+/// `signal`, or failed (the reason said).
+struct connect_outcome {
+    bool connected = false;
+    int signal = 0;
+};
+
+/// Connects `zk`; with `signals`, an interrupting signal stops the attempt.
+awaitable<connect_outcome> connect(zklock::session& zk, const cli::options& o, cli::signal_reader* signals)
+{
+    error_code ec;
+    if (signals) {
+        auto r = co_await (zk.async_connect(tuple) || interrupt(*signals));
+        if (r.index() == 1) co_return connect_outcome{false, std::get<1>(r)};
+        ec = std::get<0>(std::get<0>(r));
+    } else {
+        std::tie(ec) = co_await zk.async_connect(tuple);
+    }
+    if (ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return connect_outcome{};
+    }
+    report_session(zk, o);
+    co_return connect_outcome{true, 0};
+}
+
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
 /// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
 struct queue_progress {
@@ -275,16 +301,12 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     zklock::session zk{ex, config};
 
     // 1. Connect, unless interrupted.
-    auto connected = co_await (zk.async_connect(tuple) || interrupt(signals));
-    if (connected.index() == 1) {
-        say("interrupted by %s while connecting", cli::signal_name(std::get<1>(connected)).c_str());
+    const auto connected = co_await connect(zk, o, &signals);
+    if (connected.signal) {
+        say("interrupted by %s while connecting", cli::signal_name(connected.signal).c_str());
         co_return status::interrupted;
     }
-    if (auto [ec] = std::get<0>(connected); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (!connected.connected) co_return status::unavailable;
 
     // 2. Queue for the lock (campaign), unless interrupted. On a signal `||` cancels the acquire,
     //    which deletes our queue node before it completes: nobody waits behind a node of ours.
@@ -404,11 +426,7 @@ awaitable<int> run_list(cli::options o)
     auto ex = co_await asio::this_coro::executor;
     const auto config = session_config_for(o);
     zklock::session zk{ex, config};
-    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
     auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
@@ -502,7 +520,8 @@ awaitable<int> follow(zklock::session& zk, const cli::options& o)
         auto [ec, who] = co_await observer.async_next(tuple);
         if (ec == asio::error::operation_aborted) co_return 0;  // cancelled by `||`: a signal ended the watch
         if (ec) {
-            say("cannot watch the leader of %s: %s", o.path.c_str(), ec.message().c_str());
+            say("cannot watch the leader of %s: %s", o.path.c_str(),
+                (ec == zklock::errc::chroot_missing ? chroot_missing(o) : ec.message()).c_str());
             co_return status::unavailable;
         }
         const auto at = timestamp();
@@ -536,21 +555,9 @@ awaitable<int> run_watch(cli::options o)
         if (o.verbose) say("stopped by %s", cli::signal_name(sig).c_str());
         return 0;
     };
-    auto connected = co_await (zk.async_connect(tuple) || interrupt(signals));
-    if (connected.index() == 1) co_return stopped(std::get<1>(connected));
-    if (auto [ec] = std::get<0>(connected); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
-    // The observer takes a missing chroot for a missing election path (no leader yet, and it
-    // waits for one): look once, so that a typo in --servers is not a silent watch.
-    auto [root_ec, root] = co_await zk.async_exists("/", tuple);
-    if (!root_ec && !root) {
-        say("cannot watch the leader of %s: %s", o.path.c_str(), chroot_missing(o).c_str());
-        co_await zk.async_close(tuple);
-        co_return status::unavailable;
-    }
+    const auto connected = co_await connect(zk, o, &signals);
+    if (connected.signal) co_return stopped(connected.signal);
+    if (!connected.connected) co_return status::unavailable;
 
     int code = 0;
     if (o.verbose) {
@@ -569,11 +576,7 @@ awaitable<int> run_leader(cli::options o)
     auto ex = co_await asio::this_coro::executor;
     const auto config = session_config_for(o);
     zklock::session zk{ex, config};
-    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
     zklock::election e{zk, o.path};
     auto [ec, who] = co_await e.async_leader(tuple);
     co_await zk.async_close(tuple);

@@ -570,6 +570,13 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     submit(std::move(r), rc, request_type::exists);
 }
 
+void session_impl::check_chroot(void_cb cb)
+{
+    exists("/", nullptr, [cb = std::move(cb)](error_code ec, std::optional<zklock::stat> st) mutable {
+        cb(ec ? ec : st ? error_code{} : error_code(errc::chroot_missing));
+    });
+}
+
 void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb)
 {
     auto r = make_req<data_req>(this, std::move(cb));

@@ -142,6 +142,10 @@ public:
     /// Creates "/a", "/a/b", ... up to `dir` as container nodes (the server removes them again
     /// once they have had children and are empty). Existing ones are fine.
     void create_containers(const std::string& dir, void_cb cb);
+    /// A path was not there: was it the chroot? Under a chroot "/" is the chroot's node (without
+    /// one it always exists), so one exists("/") tells. `cb` gets errc::chroot_missing if so,
+    /// nothing if the chroot exists, or the request's error.
+    void check_chroot(void_cb cb);
     /// Reads the ensemble's dynamic configuration (/zookeeper/config, whatever the chroot), as
     /// get_data does.
     void get_config(std::shared_ptr<watch_state> w, data_cb cb);

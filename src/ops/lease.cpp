@@ -366,6 +366,22 @@ void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
     });
 }
 
+namespace {
+
+// What a write on a lease's node reports: our node gone means the lease is lost (unless it was
+// released meanwhile); a session expiry took the ephemeral node with it, so nothing was applied.
+error_code lease_write_error(lease_state& s, error_code ec, bool node_gone)
+{
+    if (node_gone) {
+        s.node_gone();
+        return s.status() == lease_status::released ? error_code(errc::already_released) : error_code(errc::lock_lost);
+    }
+    if (ec == zk_errc::session_expired) return errc::session_expired;
+    return ec;
+}
+
+}  // namespace
+
 void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op> ops,
                             handler<error_code, std::vector<multi_result>> h)
 {
@@ -388,13 +404,9 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
         // each carries the request's error): a failed check means our node is gone.
         const bool node_gone = !r.empty() && r.front().ec == zk_errc::no_node;
         if (!r.empty()) r.erase(r.begin());
-        if (node_gone) {
-            s->node_gone();
-            ec = s->status() == lease_status::released ? error_code(errc::already_released) : error_code(errc::lock_lost);
+        ec = lease_write_error(*s, ec, node_gone);
+        if (node_gone)
             for (auto& x : r) x.ec = ec;
-        } else if (ec == zk_errc::session_expired) {
-            ec = errc::session_expired;  // our ephemeral node went with the session: nothing was applied
-        }
         sh->complete(ec, std::move(r));
     });
 }
@@ -504,16 +516,7 @@ public:
     }
 
 private:
-    void finish(error_code ec)
-    {
-        if (ec == zk_errc::no_node) {
-            s_->node_gone();
-            ec = errc::lock_lost;
-        } else if (ec == zk_errc::session_expired) {
-            ec = errc::session_expired;
-        }
-        h_.complete(ec);
-    }
+    void finish(error_code ec) { h_.complete(lease_write_error(*s_, ec, ec == zk_errc::no_node)); }
 
     std::shared_ptr<lease_state> s_;
     stored_handler<error_code> h_;

@@ -79,14 +79,12 @@ public:
     }
 
 private:
-    // No such path: is it the chroot that is missing? Under a chroot "/" is the chroot's node
-    // (without one it always exists), so one more request tells.
+    // No such path: is it the chroot that is missing?
     void check_chroot()
     {
         if (done_) return;
-        s_->exists("/", nullptr, [self = shared_from_this()](error_code ec, std::optional<zklock::stat> st) {
-            if (!ec && !st) return self->finish(errc::chroot_missing);
-            self->finish(zk_errc::no_node);
+        s_->check_chroot([self = shared_from_this()](error_code ec) {
+            self->finish(ec == errc::chroot_missing ? ec : error_code(zk_errc::no_node));
         });
     }
 

@@ -11,21 +11,6 @@
 using namespace zklock;
 using namespace zklock::test;
 
-namespace {
-
-awaitable<std::vector<std::unique_ptr<session>>> open_sessions(int n)
-{
-    auto ex = co_await asio::this_coro::executor;
-    std::vector<std::unique_ptr<session>> all;
-    for (int i = 0; i < n; ++i) {
-        all.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
-        co_await connect(*all.back());
-    }
-    co_return all;
-}
-
-}  // namespace
-
 TEST_CASE("election: one leader at a time, in queue order, across resign and a candidate's death")
 {
     run([]() -> awaitable<void> {
@@ -40,7 +25,7 @@ TEST_CASE("election: one leader at a time, in queue order, across resign and a c
         std::vector<bool> done(4, false);
         for (int i = 0; i < 4; ++i) {
             asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                election e{*ss[i], path};
+                election e{ss[i], path};
                 auto [ec, l] = co_await e.async_campaign("candidate-" + std::to_string(i), 30s, tuple);
                 outcome[i] = ec;
                 done[i] = true;
@@ -50,7 +35,7 @@ TEST_CASE("election: one leader at a time, in queue order, across resign and a c
                 held[i] = std::move(l);
             }, asio::detached);
             // Queue them one by one: candidate i is the i-th in the queue.
-            CHECK(co_await wait_children(*ss[0], path, static_cast<std::size_t>(i) + 1) == static_cast<std::size_t>(i) + 1);
+            CHECK(co_await wait_children(ss[0], path, static_cast<std::size_t>(i) + 1) == static_cast<std::size_t>(i) + 1);
         }
         CHECK(co_await eventually([&] { return order.size() == 1; }));
         CHECK(order == std::vector<int>{0});
@@ -58,7 +43,7 @@ TEST_CASE("election: one leader at a time, in queue order, across resign and a c
         CHECK(held[0].node().find("-lock-") != std::string::npos);  // Curator LeaderSelector's names
 
         // The leader, as anyone sees it.
-        election watcher{*ss[3], path};
+        election watcher{ss[3], path};
         auto [lec, who] = co_await watcher.async_leader(tuple);
         REQUIRE_FALSE(lec);
         CHECK(who.value == "candidate-0");
@@ -75,7 +60,7 @@ TEST_CASE("election: one leader at a time, in queue order, across resign and a c
         CHECK(held[1].fencing_token() > first_token);
 
         // Candidate 2 dies (its session closes) while it waits: candidate 3 comes next.
-        co_await ss[2]->async_close(tuple);
+        co_await ss[2].async_close(tuple);
         CHECK(co_await eventually([&] { return done[2]; }));
         CHECK(outcome[2] == errc::session_closed);
         --leading;
@@ -96,7 +81,7 @@ TEST_CASE("election: proclaim, and an observer that sees each change and never m
     run([]() -> awaitable<void> {
         auto ss = co_await open_sessions(3);
         const auto path = unique_path("observe");
-        election e0{*ss[0], path}, e1{*ss[1], path}, e2{*ss[2], path};
+        election e0{ss[0], path}, e1{ss[1], path}, e2{ss[2], path};
 
         // Before anyone campaigns (no path yet): no leader.
         auto obs = e2.observe();
@@ -133,7 +118,7 @@ TEST_CASE("election: proclaim, and an observer that sees each change and never m
         asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
             l1 = co_await e1.async_campaign("b", 10s);
         }, asio::detached);
-        CHECK(co_await wait_children(*ss[0], path, 2) == 2);
+        CHECK(co_await wait_children(ss[0], path, 2) == 2);
         co_await l0.async_proclaim("a3");
         co_await l0.async_resign();
         CHECK(co_await eventually([&] { return l1.owns_lock(); }));
@@ -150,7 +135,7 @@ TEST_CASE("election: proclaim, and an observer that sees each change and never m
         // Proclaim after resigning, and by a leader whose node was deleted under it.
         CHECK(co_await l0.async_proclaim("late", tuple) == std::tuple{error_code(errc::already_released)});
         leadership l1_lead{std::move(l1)};
-        co_await ss[2]->async_remove(l1_lead.node(), -1, tuple);
+        co_await ss[2].async_remove(l1_lead.node(), -1, tuple);
         auto [ec5] = co_await l1_lead.async_proclaim("b2", tuple);
         CHECK(ec5 == errc::lock_lost);
         auto [ec6, gone] = co_await obs.async_next(tuple);
@@ -177,24 +162,24 @@ TEST_CASE("election: a campaign cancelled or timed out leaves no candidate behin
     run([]() -> awaitable<void> {
         auto ss = co_await open_sessions(2);
         const auto path = unique_path("campaign");
-        election e0{*ss[0], path}, e1{*ss[1], path};
+        election e0{ss[0], path}, e1{ss[1], path};
         auto l0 = co_await e0.async_campaign("leader", 5s);
 
         auto [ec1, l1] = co_await e1.async_campaign("late", 300ms, tuple);
         CHECK(ec1 == errc::timeout);
-        CHECK(co_await wait_children(*ss[0], path, 1) == 1);
+        CHECK(co_await wait_children(ss[0], path, 1) == 1);
 
         auto [ec2, l2] = co_await e1.async_campaign("now-or-never", 0s, tuple);
         CHECK(ec2 == errc::would_block);
         auto [ec2b, l2b] = co_await e1.async_try_campaign("now-or-never", tuple);
         CHECK(ec2b == errc::would_block);
-        CHECK(co_await wait_children(*ss[0], path, 1) == 1);
+        CHECK(co_await wait_children(ss[0], path, 1) == 1);
 
         // A waiting campaign is told its place.
         std::size_t ahead = 99;
         election_options told;
         told.on_queued = [&](std::string_view, std::size_t n) { ahead = n; };
-        election e1q{*ss[1], path, told};
+        election e1q{ss[1], path, told};
         auto [ec2c, l2c] = co_await e1q.async_campaign("queued", 300ms, tuple);
         CHECK(ec2c == errc::timeout);
         CHECK(ahead == 1);
@@ -205,13 +190,13 @@ TEST_CASE("election: a campaign cancelled or timed out leaves no candidate behin
             auto [ec, l] = co_await e1.async_campaign("patient", asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
             cancelled = ec == asio::error::operation_aborted;
         }, asio::detached);
-        CHECK(co_await wait_children(*ss[0], path, 2) == 2);
+        CHECK(co_await wait_children(ss[0], path, 2) == 2);
         cancel.emit(asio::cancellation_type::terminal);
         CHECK(co_await eventually([&] { return cancelled; }));
-        CHECK(co_await wait_children(*ss[0], path, 1) == 1);
+        CHECK(co_await wait_children(ss[0], path, 1) == 1);
 
         // Bad input: a clear error, nothing sent.
-        election bad{*ss[1], "no-slash"};
+        election bad{ss[1], "no-slash"};
         auto [ec3, l3] = co_await bad.async_campaign("x", 1s, tuple);
         CHECK(ec3 == errc::invalid_path);
         auto [ec4, who] = co_await bad.async_leader(tuple);
@@ -247,11 +232,11 @@ TEST_CASE("election: candidates are named as the library sharing the path names 
         for (auto [names, marker] : {expect{election_names::curator_latch, "-latch-"}, expect{election_names::kazoo, "-__lock__"},
                                      expect{election_names::curator_selector, "-lock-"}}) {
             const auto path = unique_path("names");
-            election e{*ss[0], path, election_options{names}};
+            election e{ss[0], path, election_options{names}};
             auto l = co_await e.async_campaign("v", 5s);
             CAPTURE(marker);
             CHECK(l.node().find(marker) != std::string::npos);
-            auto [ec, q] = co_await async_list_queue(*ss[0], path, tuple);
+            auto [ec, q] = co_await async_list_queue(ss[0], path, tuple);
             REQUIRE(q.entries.size() == 1);
             // A "lock-" candidate is a mutex's node: Curator's LeaderSelector is a mutex too.
             CHECK(q.entries[0].recipe == (names == election_names::curator_selector ? "mutex" : "election"));
@@ -261,7 +246,7 @@ TEST_CASE("election: candidates are named as the library sharing the path names 
         // Named for Curator's LeaderLatch, a leader cannot proclaim: a LeaderLatch waiting on it
         // would stop watching it.
         {
-            election latch{*ss[0], unique_path("latch"), election_options{election_names::curator_latch}};
+            election latch{ss[0], unique_path("latch"), election_options{election_names::curator_latch}};
             auto l = co_await latch.async_campaign("v", 5s);
             auto [ec] = co_await l.async_proclaim("v2", tuple);
             CHECK(ec == errc::not_supported);
@@ -271,8 +256,8 @@ TEST_CASE("election: candidates are named as the library sharing the path names 
         }
         // A selector-named election and a mutex on one path are one queue.
         const auto path = unique_path("selector");
-        election e{*ss[0], path, election_options{election_names::curator_selector}};
-        mutex m{*ss[0], path};
+        election e{ss[0], path, election_options{election_names::curator_selector}};
+        mutex m{ss[0], path};
         auto l = co_await e.async_campaign("v", 5s);
         auto [ec, held] = co_await m.async_try_acquire(tuple);
         CHECK(ec == errc::would_block);

@@ -16,22 +16,6 @@ namespace {
 
 std::int64_t seq_of(const std::string& node) { return detail::parse_queue_node(detail::base_name(node))->seq; }
 
-struct sessions {
-    std::vector<std::unique_ptr<session>> all;
-    session& operator[](std::size_t i) { return *all[i % all.size()]; }
-};
-
-awaitable<sessions> open_sessions(int n)
-{
-    auto ex = co_await asio::this_coro::executor;
-    sessions s;
-    for (int i = 0; i < n; ++i) {
-        s.all.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
-        co_await connect(*s.all.back());
-    }
-    co_return s;
-}
-
 }  // namespace
 
 TEST_CASE("shared_mutex: readers share, a writer excludes, queue order holds, random mix stays safe")
