@@ -123,10 +123,7 @@ protected:
         detail::acquire_request req{path_, policy, try_only, options_->cohort && policy.what->cohort,
                                     false, timeout, options_, count_known_};
         return asio::async_initiate<Token, void(error_code, lease)>(
-            [](auto h, detail::session_ptr sp, detail::acquire_request r) {
-                detail::initiate_acquire(std::move(sp), std::move(r), std::move(h));
-            },
-            token, s_, std::move(req));
+            detail::initiation<&detail::initiate_acquire, detail::session_ptr>{s_}, token, std::move(req));
     }
 
     const detail::queue_policy& policy() const noexcept { return policy_; }

@@ -62,7 +62,7 @@ namespace detail {
 extern const recipe election_recipe;  // src/recipes/election.cpp
 class observer_state;
 void initiate_leader(session_ptr s, std::string path, handler<error_code, leader_info> h);
-void initiate_proclaim(std::shared_ptr<lease_state> s, std::string value, handler<error_code> h);
+void initiate_proclaim(std::shared_ptr<lease_state> s, election_names names, std::string value, handler<error_code> h);
 std::shared_ptr<observer_state> start_observer(session_ptr s, std::string path);
 void initiate_observe_next(std::shared_ptr<observer_state> o, handler<error_code, leader_info> h);
 void stop_observer(observer_state& o) noexcept;
@@ -104,11 +104,15 @@ public:
     auto async_proclaim(std::string value, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s, std::string v) {
-                detail::initiate_proclaim(std::move(s), std::move(v), std::move(h));
-            },
-            token, state(), std::move(value));
+            detail::initiation<&detail::initiate_proclaim, std::shared_ptr<detail::lease_state>>{state()}, token, names_,
+            std::move(value));
     }
+
+private:
+    friend class election;
+    leadership(lease l, election_names names) noexcept : lease(std::move(l)), names_(names) {}
+
+    election_names names_ = election_names::curator_selector;
 };
 
 /// Follows an election's leader: each change of leader, or of the leader's value, once. Made by
@@ -154,10 +158,7 @@ public:
     auto async_next(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, leader_info)>(
-            [](auto h, std::shared_ptr<detail::observer_state> o) {
-                detail::initiate_observe_next(std::move(o), std::move(h));
-            },
-            token, o_);
+            detail::initiation<&detail::initiate_observe_next, std::shared_ptr<detail::observer_state>>{o_}, token);
     }
 
 private:
@@ -236,8 +237,7 @@ public:
     auto async_leader(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, leader_info)>(
-            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_leader(std::move(s), std::move(p), std::move(h)); },
-            token, session_handle(), path());
+            detail::initiation<&detail::initiate_leader, detail::session_ptr>{session_handle()}, token, path());
     }
 
     /// Starts following the leader (see election_observer). Sends its first request at once.
@@ -252,15 +252,26 @@ private:
         options->owner_info = std::move(value);
         options->on_queued = on_queued_;
         detail::acquire_request req{path_ptr(), policy(), try_only, false, false, timeout, std::move(options), nullptr};
-        return asio::async_initiate<Token, void(error_code, leadership)>(
-            [](auto h, detail::session_ptr sp, detail::acquire_request r) {
-                detail::initiate_acquire(std::move(sp), std::move(r),
-                                         detail::mapped_handler{std::move(h), [](auto&& inner, error_code ec, lease l) {
-                                             std::move(inner)(ec, leadership(std::move(l)));
-                                         }});
-            },
-            token, session_handle(), std::move(req));
+        return asio::async_initiate<Token, void(error_code, leadership)>(campaign_initiation{session_handle()}, token,
+                                                                         std::move(req));
     }
+
+    // A campaign is an acquire whose lease is handed on as a leadership.
+    struct campaign_initiation {
+        detail::session_ptr s;
+
+        using executor_type = asio::any_io_executor;
+        executor_type get_executor() const noexcept { return detail::executor_of(s); }
+
+        template <class Handler> void operator()(Handler&& h, detail::acquire_request r) const
+        {
+            const auto names = static_cast<election_names>(r.policy.marker);
+            detail::initiate_acquire(s, std::move(r),
+                                     detail::mapped_handler{std::forward<Handler>(h), [names](auto&& inner, error_code ec, lease l) {
+                                         std::move(inner)(ec, leadership(std::move(l), names));
+                                     }});
+        }
+    };
 
     std::function<void(std::string_view, std::size_t)> on_queued_;
 };

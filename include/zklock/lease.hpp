@@ -1,6 +1,7 @@
 // zklock/lease.hpp — proof of holding a lock.
 #pragma once
 
+#include <zklock/detail/initiation.hpp>
 #include <zklock/detail/session_fwd.hpp>
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
@@ -123,8 +124,7 @@ public:
     auto async_release(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_release(std::move(s), std::move(h)); },
-            token, state_);
+            op<&detail::initiate_release>{state_}, token);
     }
 
     /// Completes when the lock is lost, with the reason: errc::lock_lost (our node was deleted),
@@ -139,8 +139,7 @@ public:
     auto async_wait_lost(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_wait_lost(std::move(s), std::move(h)); },
-            token, state_);
+            op<&detail::initiate_wait_lost>{state_}, token);
     }
 
     /// Cooperative revocation: completes (with an empty error) when another client has asked the
@@ -154,10 +153,7 @@ public:
     auto async_wait_revocation(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s) {
-                detail::initiate_wait_revocation(std::move(s), std::move(h));
-            },
-            token, state_);
+            op<&detail::initiate_wait_revocation>{state_}, token);
     }
 
     /// Guarded write: runs `ops` as one ZooKeeper transaction that commits only while our queue
@@ -180,10 +176,7 @@ public:
     auto async_guarded_multi(std::vector<multi_op> ops, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s, std::vector<multi_op> o) {
-                detail::initiate_guarded_multi(std::move(s), std::move(o), std::move(h));
-            },
-            token, state_, std::move(ops));
+            op<&detail::initiate_guarded_multi>{state_}, token, std::move(ops));
     }
 
     /// A shared_mutex writer's lease becomes a reader's, with no writer let in between: the lease
@@ -210,8 +203,7 @@ public:
     auto async_downgrade(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_downgrade(std::move(s), std::move(h)); },
-            token, state_);
+            op<&detail::initiate_downgrade>{state_}, token);
     }
 
     /// True once revocation has been seen requested (by a watch: see async_wait_revocation).
@@ -224,8 +216,7 @@ public:
     auto async_wait_status_change(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, lease_status)>(
-            [](auto h, std::shared_ptr<detail::lease_state> s) { detail::initiate_wait_status(std::move(s), std::move(h)); },
-            token, state_);
+            op<&detail::initiate_wait_status>{state_}, token);
     }
 
 protected:
@@ -234,6 +225,8 @@ protected:
 
 private:
     friend struct detail::lease_access;
+    template <auto Start> using op = detail::initiation<Start, std::shared_ptr<detail::lease_state>>;
+
     std::shared_ptr<detail::lease_state> state_;
 };
 

@@ -94,10 +94,7 @@ private:
     template <class Token> auto initiate(std::optional<duration> timeout, Token&& token)
     {
         return asio::async_initiate<Token, void(error_code, std::vector<lease>)>(
-            [](auto h, detail::session_ptr s, std::vector<lock_spec> specs, lock_options o, std::optional<duration> t) {
-                detail::initiate_multi_acquire(std::move(s), std::move(specs), std::move(o), t, std::move(h));
-            },
-            token, s_, specs_, options_, timeout);
+            detail::initiation<&detail::initiate_multi_acquire, detail::session_ptr>{s_}, token, specs_, options_, timeout);
     }
 
     detail::session_ptr s_;

@@ -90,8 +90,7 @@ template <asio::completion_token_for<void(error_code, queue_listing)> Token = as
 auto async_list_queue(session& s, std::string path, Token&& token = {})
 {
     return asio::async_initiate<Token, void(error_code, queue_listing)>(
-        [](auto h, detail::session_ptr sp, std::string p) { detail::initiate_list_queue(std::move(sp), std::move(p), std::move(h)); },
-        token, s.impl(), std::move(path));
+        detail::initiation<&detail::initiate_list_queue, detail::session_ptr>{s.impl()}, token, std::move(path));
 }
 
 }  // namespace zklock

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/detail/initiation.hpp>
 #include <zklock/detail/session_fwd.hpp>
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>
@@ -50,8 +51,7 @@ public:
     auto async_wait(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, watch_event)>(
-            [](auto h, std::shared_ptr<detail::watch_state> s) { detail::initiate_watch_wait(std::move(s), std::move(h)); },
-            token, state_);
+            detail::initiation<&detail::initiate_watch_wait, std::shared_ptr<detail::watch_state>>{state_}, token);
     }
 
 private:
@@ -158,7 +158,7 @@ public:
     auto async_connect(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, detail::session_ptr s) { detail::initiate_connect(std::move(s), std::move(h)); }, token, impl_);
+            op<&detail::initiate_connect>{impl_}, token);
     }
 
     /// Closes the ZooKeeper session: its ephemeral nodes go at once. state() is closed from the
@@ -176,7 +176,7 @@ public:
     auto async_close(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, detail::session_ptr s) { detail::initiate_close(std::move(s), std::move(h)); }, token, impl_);
+            op<&detail::initiate_close>{impl_}, token);
     }
 
     /// Completes at the next change of state(), with the new state.
@@ -186,7 +186,7 @@ public:
     auto async_wait_state_change(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, session_state)>(
-            [](auto h, detail::session_ptr s) { detail::initiate_wait_state(std::move(s), std::move(h)); }, token, impl_);
+            op<&detail::initiate_wait_state>{impl_}, token);
     }
 
     /// Replaces the servers the session connects to, keeping its ZooKeeper session (its id, its
@@ -232,23 +232,23 @@ public:
     auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
-            [](auto h, detail::session_ptr s, std::string p, std::string d, create_mode m) {
-                detail::initiate_create(std::move(s), std::move(p), std::move(d), m, std::move(h));
-            },
-            token, impl_, std::move(path), std::move(data), mode);
+            op<&detail::initiate_create>{impl_}, token, std::move(path), std::move(data), mode);
     }
 
-    /// Deletes a node (version -1: any). Completion signature: void(error_code).
+    /// Deletes a node, whatever its version. Completion signature: void(error_code).
     /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::not_empty, zk_errc::no_auth.
     /// Cancellation: ignored (a write).
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
-    auto async_remove(std::string path, std::int32_t version = -1, Token&& token = {})
+    auto async_remove(std::string path, Token&& token = {})
+    {
+        return async_remove(std::move(path), -1, std::forward<Token>(token));
+    }
+    /// As above, only if the node's version is `version` (-1: any).
+    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    auto async_remove(std::string path, std::int32_t version, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            [](auto h, detail::session_ptr s, std::string p, std::int32_t v) {
-                detail::initiate_remove(std::move(s), std::move(p), v, std::move(h));
-            },
-            token, impl_, std::move(path), version);
+            op<&detail::initiate_remove>{impl_}, token, std::move(path), version);
     }
 
     /// Completion signature: void(error_code, std::optional<stat>): nullopt when the node does
@@ -257,8 +257,7 @@ public:
     auto async_exists(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>)>(
-            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_exists(std::move(s), std::move(p), std::move(h)); },
-            token, impl_, std::move(path));
+            op<&detail::initiate_exists>{impl_}, token, std::move(path));
     }
 
     /// As async_exists, and sets a watch (fires on created, changed or deleted), also when the
@@ -269,10 +268,7 @@ public:
     auto async_watch_exists(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>, watch)>(
-            [](auto h, detail::session_ptr s, std::string p) {
-                detail::initiate_watch_exists(std::move(s), std::move(p), std::move(h));
-            },
-            token, impl_, std::move(path));
+            op<&detail::initiate_watch_exists>{impl_}, token, std::move(path));
     }
 
     /// Completion signature: void(error_code, std::string data, stat).
@@ -282,8 +278,7 @@ public:
     auto async_get_data(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
-            [](auto h, detail::session_ptr s, std::string p) { detail::initiate_get_data(std::move(s), std::move(p), std::move(h)); },
-            token, impl_, std::move(path));
+            op<&detail::initiate_get_data>{impl_}, token, std::move(path));
     }
 
     /// As async_get_data, and sets a data watch (fires on changed or deleted). No watch is left
@@ -294,23 +289,23 @@ public:
     auto async_watch_data(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat, watch)>(
-            [](auto h, detail::session_ptr s, std::string p) {
-                detail::initiate_watch_data(std::move(s), std::move(p), std::move(h));
-            },
-            token, impl_, std::move(path));
+            op<&detail::initiate_watch_data>{impl_}, token, std::move(path));
     }
 
-    /// Sets a node's data (version -1: any). Completion signature: void(error_code, stat).
+    /// Sets a node's data, whatever its version. Completion signature: void(error_code, stat).
     /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::no_auth, errc::request_too_large.
     /// Cancellation: ignored (a write).
     template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
-    auto async_set_data(std::string path, std::string data, std::int32_t version = -1, Token&& token = {})
+    auto async_set_data(std::string path, std::string data, Token&& token = {})
+    {
+        return async_set_data(std::move(path), std::move(data), -1, std::forward<Token>(token));
+    }
+    /// As above, only if the node's version is `version` (-1: any).
+    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
+    auto async_set_data(std::string path, std::string data, std::int32_t version, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, zklock::stat)>(
-            [](auto h, detail::session_ptr s, std::string p, std::string d, std::int32_t v) {
-                detail::initiate_set_data(std::move(s), std::move(p), std::move(d), v, std::move(h));
-            },
-            token, impl_, std::move(path), std::move(data), version);
+            op<&detail::initiate_set_data>{impl_}, token, std::move(path), std::move(data), version);
     }
 
     /// Completion signature: void(error_code, std::vector<std::string> children): names, not
@@ -320,10 +315,7 @@ public:
     auto async_get_children(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<std::string>)>(
-            [](auto h, detail::session_ptr s, std::string p) {
-                detail::initiate_get_children(std::move(s), std::move(p), std::move(h));
-            },
-            token, impl_, std::move(path));
+            op<&detail::initiate_get_children>{impl_}, token, std::move(path));
     }
 
     /// As async_get_children, and sets a child watch (fires when a child is added or removed, or
@@ -333,10 +325,7 @@ public:
     auto async_watch_children(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<std::string>, watch)>(
-            [](auto h, detail::session_ptr s, std::string p) {
-                detail::initiate_watch_children(std::move(s), std::move(p), std::move(h));
-            },
-            token, impl_, std::move(path));
+            op<&detail::initiate_watch_children>{impl_}, token, std::move(path));
     }
 
     /// Runs the operations as one transaction: all or none. Completion signature:
@@ -349,16 +338,15 @@ public:
     auto async_multi(std::vector<multi_op> ops, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
-            [](auto h, detail::session_ptr s, std::vector<multi_op> o) {
-                detail::initiate_multi(std::move(s), std::move(o), std::move(h));
-            },
-            token, impl_, std::move(ops));
+            op<&detail::initiate_multi>{impl_}, token, std::move(ops));
     }
 
     /// For the recipes (mutex, shared_mutex, semaphore): the shared state.
     const detail::session_ptr& impl() const noexcept { return impl_; }
 
 private:
+    template <auto Start> using op = detail::initiation<Start, detail::session_ptr>;
+
     detail::session_ptr impl_;
 };
 

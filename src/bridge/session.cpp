@@ -148,6 +148,13 @@ void initiate_multi(session_ptr s, std::vector<multi_op> ops, handler<error_code
     s->multi(ops, [sh](error_code ec, std::vector<multi_result> r) { sh->complete(ec, std::move(r)); });
 }
 
+asio::any_io_executor executor_of(const session_ptr& s) noexcept { return s->executor(); }
+
+asio::any_io_executor executor_of(const std::shared_ptr<watch_state>& w) noexcept
+{
+    return w ? w->executor() : asio::any_io_executor(asio::system_executor());
+}
+
 void initiate_watch_wait(std::shared_ptr<watch_state> w, handler<error_code, watch_event> h)
 {
     if (!w) {  // an empty watch has no session: see lease.cpp's post_now

@@ -61,11 +61,11 @@ private:
                      });
     }
 
-    // No such path: no leader, unless it is the chroot that is missing (see async_list_queue).
+    // No such path: no leader, unless it is the chroot that is missing.
     void check_chroot()
     {
-        s_->exists("/", nullptr, [self = shared_from_this()](error_code ec, std::optional<zklock::stat> st) {
-            self->finish(!ec && !st ? error_code(errc::chroot_missing) : error_code(errc::no_leader), {});
+        s_->check_chroot([self = shared_from_this()](error_code ec) {
+            self->finish(ec == errc::chroot_missing ? ec : error_code(errc::no_leader), {});
         });
     }
 
@@ -88,12 +88,11 @@ void initiate_leader(session_ptr s, std::string path, handler<error_code, leader
     std::make_shared<leader_op>(std::move(s), std::move(path), std::move(h))->start();
 }
 
-void initiate_proclaim(std::shared_ptr<lease_state> s, std::string value, handler<error_code> h)
+void initiate_proclaim(std::shared_ptr<lease_state> s, election_names names, std::string value, handler<error_code> h)
 {
     // A candidate named for Curator's LeaderLatch: a LeaderLatch candidate waiting on it acts on
     // its deletion only, and does not watch again after another event (LeaderLatch's watcher).
-    const std::string_view name = s ? base_name(s->node()) : std::string_view{};
-    if (name.size() > 19 && name.front() == 'x' && name.substr(19).starts_with("latch-")) {
+    if (s && names == election_names::curator_latch) {
         stored_handler<error_code> sh(std::move(h), s->session()->executor());
         return sh.post(s->session()->executor(), errc::not_supported);
     }
@@ -119,6 +118,8 @@ public:
         if (auto ec = validate_lock_path(path_)) return fail(ec);
         list();
     }
+
+    const asio::any_io_executor& executor() const noexcept { return s_->executor(); }
 
     void next(handler<error_code, leader_info> h)
     {
@@ -164,15 +165,15 @@ private:
     }
 
     // No election path yet: no leader until it is created (an exists watch says when), unless
-    // the chroot itself is missing (see async_list_queue): then the observation ends.
+    // the chroot itself is missing: then the observation ends.
     void await_path()
     {
         auto probe = s_->make_watch();
         watch_ = probe;
-        s_->exists("/", nullptr, [self = shared_from_this(), probe](error_code ec, std::optional<zklock::stat> st) {
+        s_->check_chroot([self = shared_from_this(), probe](error_code ec) {
             if (self->stopped_ || probe != self->watch_) return;
+            if (ec == errc::chroot_missing) return self->fail(ec);
             if (ec) return self->on_error(ec);
-            if (!st) return self->fail(errc::chroot_missing);
             self->watch_path();
         });
     }
@@ -281,6 +282,11 @@ std::shared_ptr<observer_state> start_observer(session_ptr s, std::string path)
     auto o = std::make_shared<observer_state>(std::move(s), std::move(path));
     o->start();
     return o;
+}
+
+asio::any_io_executor executor_of(const std::shared_ptr<observer_state>& o) noexcept
+{
+    return o ? o->executor() : asio::any_io_executor(asio::system_executor());
 }
 
 void initiate_observe_next(std::shared_ptr<observer_state> o, handler<error_code, leader_info> h)

@@ -356,6 +356,11 @@ template <class... Args> void post_now(const std::shared_ptr<lease_state>& s, ha
 
 }  // namespace
 
+asio::any_io_executor executor_of(const std::shared_ptr<lease_state>& l) noexcept
+{
+    return l ? l->session()->executor() : asio::any_io_executor(asio::system_executor());
+}
+
 void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
     if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
