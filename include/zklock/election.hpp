@@ -150,7 +150,9 @@ public:
     /// election's path), zk_errc::no_auth, asio::error::operation_aborted (cancelled, or the
     /// observer was destroyed).
     /// Executor: the handler's associated executor (default: the session's); never completes
-    /// inside this call.
+    /// inside this call. An empty observer (default-constructed or moved from: errc::invalid_argument)
+    /// has no executor of its own: as for an empty lease, a handler with no associated executor
+    /// runs on asio::system_executor.
     /// Cancellation: terminal, partial and total alike complete at once with operation_aborted;
     /// the observation goes on (the change is delivered by the next call).
     /// Thread safety: from the session's executor.

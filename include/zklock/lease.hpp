@@ -80,9 +80,12 @@ inline constexpr std::string_view revocation_request = "zklock:revoke";
 ///
 /// What holds for every async_* function below (each one's block says the rest): it completes on
 /// the handler's associated executor (default: the session's), never inside the initiating
-/// function, also for an empty, released or lost lease; the operation keeps the lease's state
-/// alive (the lease object may be destroyed or moved meanwhile); cancellation, where accepted,
-/// takes terminal, partial and total alike.
+/// function, also for a released or lost lease. An empty lease (default-constructed or moved
+/// from) has no session, hence no executor of its own: a handler with no associated executor
+/// then runs on asio::system_executor (a thread of its own), the one exception; bind an
+/// executor to the handler to choose. The operation keeps the lease's state alive (the lease
+/// object may be destroyed or moved meanwhile); cancellation, where accepted, takes terminal,
+/// partial and total alike; the handler's allocator is used as session's operations say.
 ///
 /// Thread safety: use a lease from its session's executor.
 class lease {

@@ -43,7 +43,8 @@ public:
     bool valid() const noexcept { return state_ != nullptr; }
 
     /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the watch
-    /// fired already. One wait at a time: copies of a watch share it, and a second wait while one
+    /// fired already. An empty watch has no executor of its own: as for an empty lease, a handler
+    /// with no associated executor runs on asio::system_executor. One wait at a time: copies of a watch share it, and a second wait while one
     /// is pending completes at once with errc::operation_in_progress (the first keeps waiting);
     /// errc::invalid_argument on an empty watch. Cancellation: terminal, partial and total;
     /// cancelling has no effect on the ZooKeeper watch, which can be waited on again.
@@ -67,6 +68,12 @@ private:
 ///    with errc::not_connected (never connected, or the attempt was abandoned),
 ///    errc::session_expired, errc::session_closed, and zk_errc::connection_loss (the connection
 ///    went with the request in flight: for a write, its outcome is unknown; read it back).
+///  * Allocator: the handler's associated allocator provides the memory that holds the handler
+///    while the operation runs, given back before the handler runs (as Asio requires). The
+///    operation's own state comes from the default allocator: it may outlive the completion (a
+///    cancelled read's reply still arrives; a cancelled acquire deletes its node afterwards).
+///  * Initiation: each operation gives asio::async_initiate an initiation object whose
+///    get_executor() is the session's, for completion tokens that ask for it.
 ///  * Lifetimes: the operation keeps the session's state alive (the session object may be
 ///    destroyed meanwhile: the operation then completes with errc::session_closed); the
 ///    arguments are copied.
