@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,7 +38,7 @@ struct option_spec {
     unsigned applies;  // applies_to bits
 };
 
-constexpr std::array<option_spec, 17> specs{{
+constexpr std::array<option_spec, 21> specs{{
     {"servers", 0, "H:P,...",
      "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
      "else 127.0.0.1:2181.",
@@ -47,7 +48,16 @@ constexpr std::array<option_spec, 17> specs{{
      "Default: wait until acquired.",
      to_run | to_elect},
     {"try", 'n', "", "Fail at once (status 75) if the lock is taken (elect: if someone leads).", to_run | to_elect},
+    {"conflict-exit-code", 'E', "N",
+     "The exit status when the lock (elect: leadership) is not acquired, --try or --timeout failing, instead "
+     "of 75 (0..255).",
+     to_run | to_elect},
     {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", to_run},
+    {"semaphore", 0, "N",
+     "Hold one of N permits of a counting semaphore at LOCKPATH instead of the lock: at most N holders at "
+     "once, in queue order. Every user of LOCKPATH gives the same N. Excludes --shared.",
+     to_run},
+    {"command", 'c', "CMDLINE", "Run CMDLINE with /bin/sh -c, instead of COMMAND [ARGS...].", to_run | to_elect},
     {"session-timeout", 0, "DURATION",
      "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks, and zklock warns when it "
      "did). If zklock cannot reach a server for this long, the lock (leadership) is lost.",
@@ -83,6 +93,7 @@ constexpr std::array<option_spec, 17> specs{{
      "Report progress (connected and the session timeout granted, queued and how many ahead, acquired, released) "
      "on stderr.",
      to_all},
+    {"version", 'V', "", "Print the version and exit.", to_all},
     {"help", 'h', "", "Print this help and exit.", to_all},
 }};
 
@@ -101,8 +112,9 @@ const option_spec* find_short(char c)
 }
 
 constexpr std::string_view usage_line =
-    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock list [OPTIONS] LOCKPATH | "
-    "zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | zklock leader [OPTIONS] PATH | zklock --help";
+    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock [OPTIONS] LOCKPATH -c CMDLINE | "
+    "zklock list [OPTIONS] LOCKPATH | zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | "
+    "zklock leader [OPTIONS] PATH | zklock --help | zklock --version";
 constexpr std::string_view elect_usage = "usage: zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...]";
 constexpr std::string_view leader_usage = "usage: zklock leader [--watch] [OPTIONS] PATH";
 
@@ -139,11 +151,21 @@ std::string not_applicable(const option_spec& spec, mode m)
     }
     std::string message = flag + " does not apply to 'zklock " + std::string(subcommand_name(m)) + "'";
     if (m == mode::elect && spec.long_name == "owner") message += " (use --value)";
-    if (m == mode::elect && spec.long_name == "shared") message += " (leadership is exclusive)";
+    if (m == mode::elect && (spec.long_name == "shared" || spec.long_name == "semaphore"))
+        message += " (leadership is exclusive)";
     return message;
 }
 
 parse_result fail(std::string message) { return {std::nullopt, std::move(message)}; }
+
+/// A whole decimal number within [min, max], nothing else ("+1", " 1", "1x" are refused).
+std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t min, std::uint64_t max)
+{
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n < min || n > max) return std::nullopt;
+    return n;
+}
 
 }  // namespace
 
@@ -187,9 +209,9 @@ std::string format_duration(std::chrono::milliseconds d)
 // stop reading options at COMMAND, as flock(1), env(1) and POSIX utilities do. Program_options'
 // only hook for that (extra_style_parser) is also called on candidate option values as a probe
 // (cmdline::finish_option), so a parser that counts operands would have to tell probes from real
-// tokens by the address of a vector internal to Program_options. A dozen options do not need a library:
-// this table-driven parser is short, has no hidden rules (no abbreviations, no interleaving) and
-// produces one-line messages.
+// tokens by the address of a vector internal to Program_options. Twenty-odd options do not need a
+// library: this table-driven parser is short, has no hidden rules (no abbreviations, no
+// interleaving) and produces one-line messages.
 //
 // Syntax: options (--name VALUE, --name=VALUE, -w VALUE, -wVALUE, -sn grouped flags) come before
 // the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader")
@@ -302,10 +324,11 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
     if (set(env.tls_ca)) o.tls_ca = env.tls_ca;
     if (set(env.tls_cert)) o.tls_cert = env.tls_cert;
     if (set(env.tls_key)) o.tls_key = env.tls_key;
+    std::optional<std::string> shell_command;  // -c CMDLINE
     for (auto& [spec, value] : given) {
         const std::string_view name = spec->long_name;
-        if (name == "help") {
-            o.what = mode::help;
+        if (name == "help" || name == "version") {
+            o.what = name == "help" ? mode::help : mode::version;
             return {o, {}};
         }
         if (!(spec->applies & applies_bit(what))) return fail(not_applicable(*spec, what));
@@ -332,6 +355,17 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
                 return fail("invalid --names '" + value + "' (expected curator-latch, kazoo or curator-selector)");
             o.names = *names;
         }
+        else if (name == "conflict-exit-code") {
+            const auto n = parse_number(value, 0, 255);
+            if (!n) return fail("invalid --conflict-exit-code '" + value + "' (expected a number from 0 to 255)");
+            o.conflict_exit_code = static_cast<int>(*n);
+        }
+        else if (name == "semaphore") {
+            const auto n = parse_number(value, 1, UINT32_MAX);
+            if (!n) return fail("invalid --semaphore '" + value + "' (expected a number of permits, 1 or more)");
+            o.permits = static_cast<std::uint32_t>(*n);
+        }
+        else if (name == "command") shell_command = value;
         else if (name == "watch") o.watch = true;
         else if (name == "tls") o.tls = true;
         else if (name == "tls-ca") o.tls_ca = value;
@@ -342,6 +376,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
         else if (name == "verbose") o.verbose = true;
     }
     if (o.try_only && o.timeout) return fail("--try and --timeout exclude each other");
+    if (o.shared && o.permits) return fail("--shared and --semaphore exclude each other");
     o.tls = o.tls || !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
     if (o.tls_cert.empty() != o.tls_key.empty())
         return fail(o.tls_cert.empty() ? "--tls-key needs --tls-cert (or $ZKLOCK_TLS_CERT)"
@@ -361,6 +396,11 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
         if (operands.size() > 1) return fail("'zklock list' takes one LOCKPATH; unexpected '" + operands[1] + "'");
     } else if (what == mode::leader) {
         if (operands.size() > 1) return fail("'zklock leader' takes one PATH; unexpected '" + operands[1] + "'");
+    } else if (shell_command) {
+        // As flock(1)'s -c: one argument, the whole command line.
+        if (operands.size() > 1)
+            return fail("-c takes the whole shell command as one argument: quote it (unexpected '" + operands[1] + "')");
+        o.command = {"/bin/sh", "-c", *shell_command};
     } else if (operands.size() < 2) {
         if (what == mode::elect) return fail("missing COMMAND to run while leading; " + std::string(elect_usage));
         return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
@@ -383,17 +423,19 @@ std::string help_text()
          "\n"
          "SYNOPSIS\n"
          "  zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...]\n"
+         "  zklock [OPTIONS] LOCKPATH -c CMDLINE\n"
          "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
          "  zklock elect [--value TEXT] [--names NAMES] [OPTIONS] PATH [--] COMMAND [ARGS...]\n"
          "  zklock leader [--watch] [--servers H:P,...] [--connect-timeout DURATION] PATH\n"
-         "  zklock --help\n"
+         "  zklock --help | --version\n"
          "\n"
          "DESCRIPTION\n"
          "  Waits in LOCKPATH's queue (first come, first served), runs COMMAND while holding the lock,\n"
          "  releases it when COMMAND ends and exits with COMMAND's status (128+N if a signal N killed it).\n"
          "  COMMAND gets ZKLOCK_FENCING_TOKEN (a number that increases with every grant of LOCKPATH:\n"
          "  pass it to what you protect and have it refuse smaller ones) and ZKLOCK_NODE (our queue node).\n"
-         "  Options end at COMMAND: what follows LOCKPATH is COMMAND's, options or not.\n"
+         "  Options end at COMMAND: what follows LOCKPATH is COMMAND's, options or not. With -c, CMDLINE\n"
+         "  runs with /bin/sh -c. With --semaphore N, zklock holds one of N permits instead of the lock.\n"
          "  SIGINT, SIGTERM, SIGHUP or SIGQUIT while waiting leave the queue and exit 80. While COMMAND runs\n"
          "  they, SIGUSR1 and SIGUSR2 are passed on to it (not those the terminal already sent it).\n"
          "  If the lock is lost while COMMAND runs (session expired, node deleted), COMMAND gets SIGTERM,\n"
@@ -433,8 +475,8 @@ std::string help_text()
          "  69     no ZooKeeper server within --connect-timeout, or a ZooKeeper error before COMMAND ran\n"
          "  70     internal error\n"
          "  71     operating system error (signal setup; leader --watch: stdout not writable)\n"
-         "  75     lock not acquired: taken (--try), or --timeout passed; elect: someone leads (--try), or\n"
-         "         --timeout passed; leader: nobody leads\n"
+         "  75     lock not acquired: taken (--try), or --timeout passed (another status with -E); elect:\n"
+         "         someone leads (--try), or --timeout passed; leader: nobody leads\n"
          "  79     lock (leadership) lost while COMMAND ran; COMMAND was terminated\n"
          "  80     interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while connecting or waiting; we left the queue\n"
          "  126    COMMAND could not be executed\n"

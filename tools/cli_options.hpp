@@ -4,6 +4,7 @@
 #include <zklock/election.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@ inline constexpr int unavailable = 69;     ///< EX_UNAVAILABLE: no server within
 inline constexpr int internal = 70;        ///< EX_SOFTWARE: a bug (unexpected exception)
 inline constexpr int os_error = 71;        ///< EX_OSERR: a system call failed (signalfd, ...)
 inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken (or a leader), or --timeout passed
+                                           ///< (the default of --conflict-exit-code)
 inline constexpr int no_leader = 75;       ///< EX_TEMPFAIL: `zklock leader` found nobody leading (a later look may)
 inline constexpr int lock_lost = 79;       ///< the lock (or leadership) was lost while COMMAND ran; COMMAND was terminated
 inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting, waiting or campaigning
@@ -34,16 +36,19 @@ enum class mode {
     elect,   ///< zklock elect [options] PATH [--] COMMAND [ARGS...]
     leader,  ///< zklock leader [options] PATH
     help,    ///< zklock --help
+    version, ///< zklock --version
 };
 
 struct options {
     mode what = mode::run;
     std::string servers;
     std::string path;  ///< LOCKPATH, or the election's PATH
-    std::vector<std::string> command;
+    std::vector<std::string> command;  ///< COMMAND [ARGS...], or {"/bin/sh", "-c", CMDLINE} for -c
     std::optional<std::chrono::milliseconds> timeout;  ///< none: wait until acquired
     bool try_only = false;
+    int conflict_exit_code = exit_status::not_acquired;  ///< -E: the status when --try or --timeout fails
     bool shared = false;
+    std::uint32_t permits = 0;  ///< --semaphore N: hold one of N permits (0: a lock)
     std::chrono::milliseconds session_timeout{10'000};
     bool session_timeout_given = false;  ///< --session-timeout was on the command line
     std::chrono::milliseconds connect_timeout{10'000};

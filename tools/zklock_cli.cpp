@@ -1,7 +1,7 @@
-// zklock — run a command while holding a fair ZooKeeper lock (like flock(1), `etcdctl lock`,
-// `consul lock`), list a lock's queue, run a command while leading an election (`etcdctl elect`)
-// and show or follow an election's leader. `zklock --help` and tools/README.md describe it; the
-// exit statuses are in cli_options.hpp.
+// zklock — run a command while holding a fair ZooKeeper lock or a semaphore's permit (like
+// flock(1), `etcdctl lock`, `consul lock`), list a lock's queue, run a command while leading an
+// election (`etcdctl elect`) and show or follow an election's leader.
+// `zklock --help` and tools/README.md describe it; the exit statuses are in cli_options.hpp.
 //
 // Everything runs on one io_context thread: the ZooKeeper session (the library drives the
 // single-threaded C client from the reactor), the signals (a signalfd) and COMMAND's end (SIGCHLD
@@ -123,6 +123,15 @@ void report_session(const zklock::session& zk, const cli::options& o)
             cli::format_duration(granted).c_str(), cli::format_duration(o.session_timeout).c_str());
 }
 
+/// What the run waits for, in --verbose's words: "the exclusive lock on /p", "one of the 3
+/// permits of /p", "the leadership of /p".
+std::string wanted(const cli::options& o)
+{
+    if (o.what == cli::mode::elect) return "the leadership of " + o.path;
+    if (o.permits) return "one of the " + std::to_string(o.permits) + " permits of " + o.path;
+    return (o.shared ? "a shared lock on " : "the exclusive lock on ") + o.path;
+}
+
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
 /// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
 struct queue_progress {
@@ -216,6 +225,12 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, co
 awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& zk, const cli::options& o,
                                                               zklock::lock_options lock_options)
 {
+    if (o.permits) {
+        zklock::semaphore sem{zk, o.path, o.permits, lock_options};
+        if (o.try_only) co_return co_await sem.async_try_acquire(tuple);
+        if (o.timeout) co_return co_await sem.async_acquire(*o.timeout, tuple);
+        co_return co_await sem.async_acquire(tuple);
+    }
     if (o.shared) {
         zklock::shared_mutex m{zk, o.path, lock_options};
         if (o.try_only) co_return co_await m.async_try_acquire_shared(tuple);
@@ -236,6 +251,14 @@ struct supervision {
     error_code lost;  ///< why the lock was lost while COMMAND ran (empty: it was not)
 };
 
+/// "the lock on /p", "a permit of /p", "the leadership of /p": what was held, in messages.
+std::string held(const cli::options& o)
+{
+    if (o.what == cli::mode::elect) return "the leadership of " + o.path;
+    if (o.permits) return "a permit of " + o.path;
+    return "the lock on " + o.path;
+}
+
 /// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
 /// leadership is a lost lease too, and treated the same way.
 void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
@@ -243,8 +266,8 @@ void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cl
     // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
     if (reason == asio::error::operation_aborted || !sv->child.running()) return;
     sv->lost = reason;
-    say("lost %s %s (%s); sending SIGTERM to COMMAND (pid %d)", o.what == cli::mode::elect ? "the leadership of" : "the lock on",
-        o.path.c_str(), reason.message().c_str(), static_cast<int>(sv->child.pid()));
+    say("lost %s (%s); sending SIGTERM to COMMAND (pid %d)", held(o).c_str(), reason.message().c_str(),
+        static_cast<int>(sv->child.pid()));
     sv->child.signal(SIGTERM);
     sv->kill_timer.expires_after(o.kill_after);
     sv->kill_timer.async_wait([sv, grace = o.kill_after](error_code ec) {
@@ -265,6 +288,13 @@ bool should_forward(const signalfd_siginfo& info, const cli::child_process& chil
     if ((info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE) && static_cast<pid_t>(info.ssi_pid) == child.pid())
         return false;
     return true;
+}
+
+/// The stored permit count of a semaphore path, for a message (0: none, or unreadable).
+awaitable<std::uint32_t> stored_permits(zklock::session& zk, const std::string& path)
+{
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, path, tuple);
+    co_return ec ? 0 : listing.permits;
 }
 
 awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
@@ -292,7 +322,7 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     const char* path = o.path.c_str();
     if (o.verbose) {
         if (elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
-        else say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", path);
+        else say("waiting for %s", wanted(o).c_str());
     }
     auto progress = o.verbose && !elect ? std::make_shared<queue_progress>() : nullptr;
     auto acquired = co_await (acquire(zk, o, progress) || interrupt(signals));
@@ -309,14 +339,24 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         int code = status::unavailable;
         const char* cannot = elect ? "cannot campaign for" : "cannot acquire";
         if (acquire_ec == zklock::errc::would_block) {
-            say(elect ? "%s has a leader (--try)" : "%s is taken (--try)", path);
-            code = status::not_acquired;
+            if (elect) say("%s has a leader (--try)", path);
+            else if (o.permits) say("%s has no free permit (--try)", path);
+            else say("%s is taken (--try)", path);
+            code = o.conflict_exit_code;
         } else if (acquire_ec == zklock::errc::timeout) {
             say(elect ? "timed out after %s campaigning for %s" : "timed out after %s waiting for %s",
                 cli::format_duration(*o.timeout).c_str(), path);
-            code = status::not_acquired;
+            code = o.conflict_exit_code;
         } else if (acquire_ec == zklock::errc::chroot_missing) {
             say("%s %s: %s", cannot, path, chroot_missing(o).c_str());
+        } else if (acquire_ec == zklock::errc::permit_mismatch) {
+            const auto stored = co_await stored_permits(zk, o.path);
+            if (stored) say("%s %s: it is a semaphore of %u permits, not %u (--semaphore)", cannot, path, stored, o.permits);
+            else say("%s %s: %s", cannot, path, acquire_ec.message().c_str());
+        } else if (acquire_ec == zklock::errc::recipe_mismatch) {
+            say(o.permits ? "%s %s: it is a lock, not a semaphore (drop --semaphore)"
+                          : "%s %s: it is a semaphore (add --semaphore N)",
+                cannot, path);
         } else {
             say("%s %s: %s", cannot, path, acquire_ec.message().c_str());
         }
@@ -606,6 +646,10 @@ int main(int argc, char** argv)
     auto& o = *parsed.opts;
     if (o.what == cli::mode::help) {
         std::fputs(cli::help_text().c_str(), stdout);
+        return 0;
+    }
+    if (o.what == cli::mode::version) {
+        std::printf("zklock %s\n", ZKLOCK_VERSION);
         return 0;
     }
 

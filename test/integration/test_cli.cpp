@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -1385,3 +1386,216 @@ TEST_CASE("zklock cli: a lost leadership terminates COMMAND and exits 79, SIGTER
         CHECK_FALSE(fs::exists(s / "ran"));
     });
 }
+
+// ---- --version, -E, -c, --semaphore -------------------------------------------------------------
+
+namespace {
+
+/// A value of the build's CMakeCache.txt ("CMAKE_COMMAND", "CMAKE_HOME_DIRECTORY", ...), from the
+/// build tree the zklock binary is in; empty if not found.
+std::string cmake_cache(const std::string& key)
+{
+    for (fs::path dir = fs::path(ZKLOCK_CLI_PATH).parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
+        if (!fs::exists(dir / "CMakeCache.txt")) continue;
+        for (const auto& line : lines_of(slurp(dir / "CMakeCache.txt"))) {
+            const auto colon = line.find(':'), eq = line.find('=');
+            if (colon != std::string::npos && eq != std::string::npos && colon < eq && line.substr(0, colon) == key)
+                return line.substr(eq + 1);
+        }
+        return {};
+    }
+    return {};
+}
+
+std::string upper(std::string text)
+{
+    for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: --version, -E, --semaphore and -c usage errors exit 64")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        struct bad {
+            std::vector<std::string> args;
+            std::string message;
+        };
+        const std::vector<bad> cases{
+            {{"-E", "256", "/l", "true"}, "invalid --conflict-exit-code '256' (expected a number from 0 to 255)"},
+            {{"--conflict-exit-code=-1", "/l", "true"}, "invalid --conflict-exit-code '-1'"},
+            {{"-E", "3x", "/l", "true"}, "invalid --conflict-exit-code '3x'"},
+            {{"-E"}, "option '-E' needs a value (N)"},
+            {{"--semaphore", "0", "/l", "true"}, "invalid --semaphore '0' (expected a number of permits, 1 or more)"},
+            {{"--semaphore", "4294967296", "/l", "true"}, "invalid --semaphore '4294967296'"},
+            {{"--semaphore", "2", "--shared", "/l", "true"}, "--shared and --semaphore exclude each other"},
+            {{"elect", "--semaphore", "2", "/e", "true"},
+             "option '--semaphore' does not apply to 'zklock elect' (leadership is exclusive)"},
+            {{"list", "--semaphore", "2", "/l"}, "option '--semaphore' does not apply to 'zklock list'"},
+            {{"/l", "-c", "echo a", "extra"},
+             "-c takes the whole shell command as one argument: quote it (unexpected 'extra')"},
+            {{"-c"}, "option '-c' needs a value (CMDLINE)"},
+            {{"-c", "true"}, "missing LOCKPATH"},
+            {{"list", "-c", "true", "/l"}, "option '--command' does not apply to 'zklock list'"},
+        };
+        int n = 0;
+        for (auto& c : cases) {
+            CAPTURE(n);
+            process p;
+            launch(p, s, "usage" + std::to_string(n++), c.args);
+            const int st = co_await finish(p);
+            CHECK(st == st_usage);
+            const auto err = p.err();
+            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
+            CHECK(err.rfind("zklock: ", 0) == 0);
+            CHECK(lines_of(err).size() == 1);
+        }
+
+        // --version and -V: the project's version, on stdout, status 0, whatever else is given.
+        const std::string version = cmake_cache("CMAKE_PROJECT_VERSION");
+        REQUIRE_FALSE(version.empty());
+        const std::vector<std::vector<std::string>> version_args{
+            {"--version"}, {"-V"}, {"list", "--version", "/l"}, {"--servers", "nohostport", "--version"}};
+        for (const auto& args : version_args) {
+            process v;
+            launch(v, s, "version" + std::to_string(n++), args);
+            CHECK(co_await finish(v) == 0);
+            CHECK(v.out() == "zklock " + version + "\n");
+            CHECK(v.err().empty());
+        }
+
+        process help;
+        launch(help, s, "help", {"--help"});
+        CHECK(co_await finish(help) == 0);
+        const auto text = help.out();
+        for (const char* word : {"zklock [OPTIONS] LOCKPATH -c CMDLINE", "-E, --conflict-exit-code N", "--semaphore N",
+                                 "-c, --command CMDLINE", "-V, --version"})
+            CHECK_MESSAGE(text.find(word) != std::string::npos, word);
+    });
+}
+
+TEST_CASE("zklock cli: -E sets the status of a lock not acquired, -c runs a command line with /bin/sh")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-conflict");
+        process holder;
+        process_guard guard{{&holder}};
+        co_await start_holder(holder, s, servers, path, "holder");
+
+        // --try and --timeout with -E: its status instead of 75, the message as before.
+        process t, t0, w, d;
+        launch(t, s, "try-E3", {"--servers", servers, "-n", "-E", "3", path, "touch", s / "ran"});
+        CHECK(co_await finish(t) == 3);
+        CHECK(t.err() == "zklock: " + path + " is taken (--try)\n");
+        launch(t0, s, "try-E0", {"--servers", servers, "--try", "--conflict-exit-code=0", path, "touch", s / "ran"});
+        CHECK(co_await finish(t0) == 0);
+        launch(w, s, "timeout-E1", {"--servers", servers, "-E1", "-w", "300ms", path, "touch", s / "ran"});
+        CHECK(co_await finish(w) == 1);
+        CHECK(w.err() == "zklock: timed out after 300ms waiting for " + path + "\n");
+        launch(d, s, "try-default", {"--servers", servers, "-n", path, "touch", s / "ran"});
+        CHECK(co_await finish(d) == st_not_acquired);
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // elect: someone leads.
+        const auto election = unique_path("cli-conflict-elect");
+        process leader, e;
+        guard.procs.push_back(&leader);
+        const std::string leading = s / "leading";
+        start(leader, s, "leader", zklock_args(servers, {"elect", election, "-c", "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        launch(e, s, "elect-E9", {"elect", "--servers", servers, "-n", "-E", "9", election, "touch", s / "ran"});
+        CHECK(co_await finish(e) == 9);
+        CHECK(e.err() == "zklock: " + election + " has a leader (--try)\n");
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);  // -c: sh exec'd sleep, which SIGTERM killed
+
+        // -c CMDLINE: /bin/sh -c, with the environment, status passed on; options after it too.
+        const std::string out = s / "c.out";
+        process c, c2;
+        launch(c, s, "command",
+               {"--servers", servers, path + "-c", "-c",
+                "echo \"$0 $ZKLOCK_NODE\" | tr a-z A-Z > " + out + " && test -s " + out + "; exit 4"});
+        CHECK(co_await finish(c) == 4);
+        const auto written = slurp(out);
+        CAPTURE(written);
+        CHECK(written.rfind("/BIN/SH " + upper(path + "-c/"), 0) == 0);
+        launch(c2, s, "command-long", {"--command=exit 5", "--servers", servers, path + "-c"});
+        CHECK(co_await finish(c2) == 5);
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder) == 128 + SIGTERM);
+    });
+}
+
+TEST_CASE("zklock cli: --semaphore N runs N holders at once, in queue order, and names a mismatch")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-semaphore");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // Two permits: two holders at once.
+        process a, b, third, waiter;
+        process_guard guard{{&a, &b, &third, &waiter}};
+        const std::vector<std::string> two{"--semaphore", "2"};
+        co_await start_holder(a, s, servers, path, "a", two);
+        co_await start_holder(b, s, servers, path, "b", two);
+
+        // A third: --try finds no permit free (75, or -E's status).
+        process t;
+        launch(t, s, "try", {"--servers", servers, "--semaphore", "2", "-n", path, "touch", s / "ran"});
+        CHECK(co_await finish(t) == st_not_acquired);
+        CHECK(t.err() == "zklock: " + path + " has no free permit (--try)\n");
+
+        // Another count, or a lock on the semaphore's path: refused (69), the reason named.
+        process m, l;
+        launch(m, s, "mismatch", {"--servers", servers, "--semaphore", "3", path, "touch", s / "ran"});
+        CHECK(co_await finish(m) == st_unavailable);
+        CHECK(m.err() == "zklock: cannot acquire " + path + ": it is a semaphore of 2 permits, not 3 (--semaphore)\n");
+        launch(l, s, "lock", {"--servers", servers, "--try", path, "touch", s / "ran"});
+        CHECK(co_await finish(l) == st_unavailable);
+        CHECK(l.err() == "zklock: cannot acquire " + path + ": it is a semaphore (add --semaphore N)\n");
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // list: two permit holders.
+        process list;
+        launch(list, s, "list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(list) == 0);
+        CAPTURE(list.out());
+        const auto rows = lines_of(list.out());
+        REQUIRE(rows.size() == 4);
+        for (std::size_t i = 2; i < 4; ++i) {
+            const auto f = fields_of(rows[i]);
+            REQUIRE(f.size() >= 6);
+            CHECK(f[1] == "holder");
+            CHECK(f[2] == "permit");
+            CHECK(f[4] == "semaphore");
+        }
+
+        // A third holder waits for a permit, -v saying so, and gets one when a holder ends.
+        const std::string third_ready = s / "third.ready";
+        start(third, s, "third",
+              zklock_args(servers, {"-v", "--semaphore", "2", path, "-c", "touch " + third_ready + "; exec sleep 60"}));
+        REQUIRE(co_await wait_children(zk, path, 3) == 3);
+        co_await sleep_for(300ms);
+        CHECK_FALSE(fs::exists(third_ready));
+        a.signal(SIGTERM);
+        CHECK(co_await finish(a) == 128 + SIGTERM);
+        REQUIRE_MESSAGE(co_await wait_file(third_ready), third.err());
+        CHECK(third.err().find("zklock: waiting for one of the 2 permits of " + path) != std::string::npos);
+        CHECK(third.err().find("zklock: waiting: 2 ahead\n") != std::string::npos);
+        const std::array<process*, 2> rest{&b, &third};
+        for (auto* p : rest) {
+            p->signal(SIGTERM);
+            CHECK(co_await finish(*p) == 128 + SIGTERM);
+        }
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
