@@ -27,7 +27,8 @@ enum applies_to : unsigned {
     to_list = 2,
     to_elect = 4,
     to_leader = 8,
-    to_all = to_run | to_list | to_elect | to_leader,
+    to_revoke = 16,
+    to_all = to_run | to_list | to_elect | to_leader | to_revoke,
 };
 
 struct option_spec {
@@ -65,8 +66,8 @@ constexpr std::array<option_spec, 21> specs{{
     {"connect-timeout", 0, "DURATION",
      "Give up (status 69) if no server accepts a session within DURATION (default 10s).", to_all},
     {"kill-after", 0, "DURATION",
-     "When the lock (leadership) is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later "
-     "(default 5s).",
+     "When the lock (leadership) is lost or revoked, COMMAND gets SIGTERM, then SIGKILL if it still runs "
+     "DURATION later (default 5s).",
      to_run | to_elect},
     {"tls", 0, "",
      "Reach the servers over TLS (the ports of their secureClientPort), trusting the system's CAs unless "
@@ -114,9 +115,10 @@ const option_spec* find_short(char c)
 constexpr std::string_view usage_line =
     "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock [OPTIONS] LOCKPATH -c CMDLINE | "
     "zklock list [OPTIONS] LOCKPATH | zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | "
-    "zklock leader [OPTIONS] PATH | zklock --help | zklock --version";
+    "zklock leader [OPTIONS] PATH | zklock revoke [OPTIONS] LOCKPATH | zklock --help | zklock --version";
 constexpr std::string_view elect_usage = "usage: zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...]";
 constexpr std::string_view leader_usage = "usage: zklock leader [--watch] [OPTIONS] PATH";
+constexpr std::string_view revoke_usage = "usage: zklock revoke [OPTIONS] LOCKPATH";
 
 /// The subcommand word a mode is named by on the command line ("" for run).
 std::string_view subcommand_name(mode m)
@@ -125,6 +127,7 @@ std::string_view subcommand_name(mode m)
     case mode::list: return "list";
     case mode::elect: return "elect";
     case mode::leader: return "leader";
+    case mode::revoke: return "revoke";
     default: return "";
     }
 }
@@ -135,6 +138,7 @@ unsigned applies_bit(mode m)
     case mode::list: return to_list;
     case mode::elect: return to_elect;
     case mode::leader: return to_leader;
+    case mode::revoke: return to_revoke;
     default: return to_run;
     }
 }
@@ -144,7 +148,7 @@ std::string not_applicable(const option_spec& spec, mode m)
 {
     const std::string flag = "option '--" + std::string(spec.long_name) + "'";
     if (m == mode::run) {
-        for (mode other : {mode::elect, mode::leader, mode::list})
+        for (mode other : {mode::elect, mode::leader, mode::list, mode::revoke})
             if (spec.applies == applies_bit(other))
                 return flag + " applies only to 'zklock " + std::string(subcommand_name(other)) + "'";
         return flag + " does not apply to 'zklock LOCKPATH COMMAND'";
@@ -214,8 +218,8 @@ std::string format_duration(std::chrono::milliseconds d)
 // interleaving) and produces one-line messages.
 //
 // Syntax: options (--name VALUE, --name=VALUE, -w VALUE, -wVALUE, -sn grouped flags) come before
-// the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader")
-// followed by a path. In run and elect modes the operand after the path starts COMMAND: it and
+// the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader",
+// "revoke") followed by a path. In run and elect modes the operand after the path starts COMMAND: it and
 // everything after it are COMMAND's, options or not. "--" ends the options explicitly. Each
 // option says which modes take it; any other mode refuses it by name.
 environment environment::of_process()
@@ -261,7 +265,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
 
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        // After LOCKPATH (run) or PATH (elect) comes COMMAND; list and leader take no COMMAND.
+        // After LOCKPATH (run) or PATH (elect) comes COMMAND; list, leader and revoke take no COMMAND.
         const bool command_next = (what == mode::run || what == mode::elect) && operands.size() == 1;
         if (arg == "--") {
             for (++i; i < argc; ++i) operands.emplace_back(argv[i]);
@@ -308,6 +312,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             if (arg == "list") what = mode::list;
             else if (arg == "elect") what = mode::elect;
             else if (arg == "leader") what = mode::leader;
+            else if (arg == "revoke") what = mode::revoke;
             if (what != mode::run) continue;
         }
         operands.emplace_back(arg);
@@ -389,11 +394,14 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
     if (operands.empty()) {
         if (what == mode::elect) return fail("missing election PATH; " + std::string(elect_usage));
         if (what == mode::leader) return fail("missing election PATH; " + std::string(leader_usage));
+        if (what == mode::revoke) return fail("missing LOCKPATH; " + std::string(revoke_usage));
         return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
     }
     o.path = operands[0];
-    if (what == mode::list) {
-        if (operands.size() > 1) return fail("'zklock list' takes one LOCKPATH; unexpected '" + operands[1] + "'");
+    if (what == mode::list || what == mode::revoke) {
+        if (operands.size() > 1)
+            return fail("'zklock " + std::string(subcommand_name(what)) + "' takes one LOCKPATH; unexpected '" +
+                        operands[1] + "'");
     } else if (what == mode::leader) {
         if (operands.size() > 1) return fail("'zklock leader' takes one PATH; unexpected '" + operands[1] + "'");
     } else if (shell_command) {
@@ -427,6 +435,7 @@ std::string help_text()
          "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
          "  zklock elect [--value TEXT] [--names NAMES] [OPTIONS] PATH [--] COMMAND [ARGS...]\n"
          "  zklock leader [--watch] [--servers H:P,...] [--connect-timeout DURATION] PATH\n"
+         "  zklock revoke [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
          "  zklock --help | --version\n"
          "\n"
          "DESCRIPTION\n"
@@ -439,7 +448,9 @@ std::string help_text()
          "  SIGINT, SIGTERM, SIGHUP or SIGQUIT while waiting leave the queue and exit 80. While COMMAND runs\n"
          "  they, SIGUSR1 and SIGUSR2 are passed on to it (not those the terminal already sent it).\n"
          "  If the lock is lost while COMMAND runs (session expired, node deleted), COMMAND gets SIGTERM,\n"
-         "  SIGKILL after --kill-after, and zklock exits 79.\n"
+         "  SIGKILL after --kill-after, and zklock exits 79. If a revocation request ('zklock revoke') reaches\n"
+         "  it while COMMAND runs, COMMAND gets SIGTERM, SIGKILL after --kill-after, and zklock releases the\n"
+         "  lock and exits 81.\n"
          "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, node, age, owner.\n"
          "  'zklock elect' campaigns in the election at PATH with --value (default HOST:PID), runs COMMAND\n"
          "  while it leads, resigns when COMMAND ends and exits with COMMAND's status; everything above\n"
@@ -448,6 +459,9 @@ std::string help_text()
          "  'zklock leader' prints PATH's leader (node, library, age, value), or says on stderr that\n"
          "  nobody leads and exits 75; with --watch it prints a line at once and one per change of\n"
          "  leader (or of its value), until SIGINT, SIGTERM, SIGHUP or SIGQUIT end it with status 0.\n"
+         "  'zklock revoke' asks every zklock holder of LOCKPATH (every shared holder, every permit holder;\n"
+         "  elect: the leader) to let go, by writing a revocation request into its node; it exits 0 once\n"
+         "  written, 75 if no holder could be asked. Nodes of other libraries are left alone.\n"
          "\n"
          "OPTIONS\n";
     for (auto& s : specs) {
@@ -476,13 +490,15 @@ std::string help_text()
          "  70     internal error\n"
          "  71     operating system error (signal setup; leader --watch: stdout not writable)\n"
          "  75     lock not acquired: taken (--try), or --timeout passed (another status with -E); elect:\n"
-         "         someone leads (--try), or --timeout passed; leader: nobody leads\n"
+         "         someone leads (--try), or --timeout passed; leader: nobody leads; revoke: no holder\n"
          "  79     lock (leadership) lost while COMMAND ran; COMMAND was terminated\n"
          "  80     interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while connecting or waiting; we left the queue\n"
+         "  81     a revocation request ended COMMAND (SIGTERM, SIGKILL after --kill-after); lock released\n"
          "  126    COMMAND could not be executed\n"
          "  127    COMMAND not found\n"
          "  'zklock list': 0 (also for an empty or missing lock), 64, 69.\n"
-         "  'zklock leader': 0 (a leader printed; --watch: ended by a signal), 75 (nobody leads), 64, 69.\n";
+         "  'zklock leader': 0 (a leader printed; --watch: ended by a signal), 75 (nobody leads), 64, 69.\n"
+         "  'zklock revoke': 0 (every holder asked), 75 (no holder to ask), 64, 69.\n";
     return h;
 }
 

@@ -24,8 +24,10 @@ inline constexpr int os_error = 71;        ///< EX_OSERR: a system call failed (
 inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken (or a leader), or --timeout passed
                                            ///< (the default of --conflict-exit-code)
 inline constexpr int no_leader = 75;       ///< EX_TEMPFAIL: `zklock leader` found nobody leading (a later look may)
+inline constexpr int no_holder = 75;       ///< EX_TEMPFAIL: `zklock revoke` found no holder to ask
 inline constexpr int lock_lost = 79;       ///< the lock (or leadership) was lost while COMMAND ran; COMMAND was terminated
 inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting, waiting or campaigning
+inline constexpr int revoked = 81;         ///< a revocation request (`zklock revoke`) ended COMMAND; the lock was released
 inline constexpr int cannot_execute = 126; ///< COMMAND found but could not be executed (as in sh, env, timeout)
 inline constexpr int not_found = 127;      ///< COMMAND not found
 }  // namespace exit_status
@@ -35,6 +37,7 @@ enum class mode {
     list,    ///< zklock list [options] LOCKPATH
     elect,   ///< zklock elect [options] PATH [--] COMMAND [ARGS...]
     leader,  ///< zklock leader [options] PATH
+    revoke,  ///< zklock revoke [options] LOCKPATH
     help,    ///< zklock --help
     version, ///< zklock --version
 };

@@ -1,6 +1,6 @@
 // zklock — run a command while holding a fair ZooKeeper lock or a semaphore's permit (like
-// flock(1), `etcdctl lock`, `consul lock`), list a lock's queue, run a command while leading an
-// election (`etcdctl elect`) and show or follow an election's leader.
+// flock(1), `etcdctl lock`, `consul lock`), list a lock's queue, ask its holders to let go, run a
+// command while leading an election (`etcdctl elect`) and show or follow an election's leader.
 // `zklock --help` and tools/README.md describe it; the exit statuses are in cli_options.hpp.
 //
 // Everything runs on one io_context thread: the ZooKeeper session (the library drives the
@@ -123,6 +123,32 @@ void report_session(const zklock::session& zk, const cli::options& o)
             cli::format_duration(granted).c_str(), cli::format_duration(o.session_timeout).c_str());
 }
 
+/// How connecting went: connected (with --verbose, the session reported), interrupted by
+/// `signal`, or failed (the reason said).
+struct connect_outcome {
+    bool connected = false;
+    int signal = 0;
+};
+
+/// Connects `zk`; with `signals`, an interrupting signal stops the attempt.
+awaitable<connect_outcome> connect(zklock::session& zk, const cli::options& o, cli::signal_reader* signals)
+{
+    error_code ec;
+    if (signals) {
+        auto r = co_await (zk.async_connect(tuple) || interrupt(*signals));
+        if (r.index() == 1) co_return connect_outcome{false, std::get<1>(r)};
+        ec = std::get<0>(std::get<0>(r));
+    } else {
+        std::tie(ec) = co_await zk.async_connect(tuple);
+    }
+    if (ec) {
+        say("%s", connect_failure(o, ec).c_str());
+        co_return connect_outcome{};
+    }
+    report_session(zk, o);
+    co_return connect_outcome{true, 0};
+}
+
 /// What the run waits for, in --verbose's words: "the exclusive lock on /p", "one of the 3
 /// permits of /p", "the leadership of /p".
 std::string wanted(const cli::options& o)
@@ -243,12 +269,15 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& z
     co_return co_await m.async_acquire(tuple);
 }
 
-/// Shared by COMMAND's supervision loop and the handlers that react to losing the lock.
+/// Shared by COMMAND's supervision loop and the handlers that react to losing the lock or to a
+/// revocation request.
 struct supervision {
     explicit supervision(asio::any_io_executor ex) : kill_timer(std::move(ex)) {}
     cli::child_process child;
     asio::steady_timer kill_timer;
-    error_code lost;  ///< why the lock was lost while COMMAND ran (empty: it was not)
+    error_code lost;          ///< why the lock was lost while COMMAND ran (empty: it was not)
+    bool revoked = false;     ///< a revocation request asked us to let go while COMMAND ran
+    bool terminating = false; ///< COMMAND has been sent SIGTERM (and the SIGKILL timer started)
 };
 
 /// "the lock on /p", "a permit of /p", "the leadership of /p": what was held, in messages.
@@ -259,15 +288,11 @@ std::string held(const cli::options& o)
     return "the lock on " + o.path;
 }
 
-/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
-/// leadership is a lost lease too, and treated the same way.
-void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
+/// SIGTERM to COMMAND now, SIGKILL after --kill-after if it still runs; once only.
+void terminate_command(const std::shared_ptr<supervision>& sv, const cli::options& o)
 {
-    // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
-    if (reason == asio::error::operation_aborted || !sv->child.running()) return;
-    sv->lost = reason;
-    say("lost %s (%s); sending SIGTERM to COMMAND (pid %d)", held(o).c_str(), reason.message().c_str(),
-        static_cast<int>(sv->child.pid()));
+    if (sv->terminating) return;
+    sv->terminating = true;
     sv->child.signal(SIGTERM);
     sv->kill_timer.expires_after(o.kill_after);
     sv->kill_timer.async_wait([sv, grace = o.kill_after](error_code ec) {
@@ -276,6 +301,36 @@ void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cl
             cli::format_duration(grace).c_str());
         sv->child.signal(SIGKILL);
     });
+}
+
+/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
+/// leadership is a lost lease too, and treated the same way.
+void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
+{
+    // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
+    if (reason == asio::error::operation_aborted || !sv->child.running()) return;
+    sv->lost = reason;
+    if (sv->terminating) {
+        say("lost %s (%s) while COMMAND (pid %d) was ending", held(o).c_str(), reason.message().c_str(),
+            static_cast<int>(sv->child.pid()));
+        return;
+    }
+    say("lost %s (%s); sending SIGTERM to COMMAND (pid %d)", held(o).c_str(), reason.message().c_str(),
+        static_cast<int>(sv->child.pid()));
+    terminate_command(sv, o);
+}
+
+/// A revocation request (`zklock revoke`, or any client writing zklock::revocation_request into
+/// our node) while COMMAND runs: COMMAND is ended as on a loss, SIGTERM then SIGKILL after
+/// --kill-after, and the lock is released once it has ended. We still hold the lock meanwhile.
+void on_revocation(const std::shared_ptr<supervision>& sv, error_code ec, const cli::options& o)
+{
+    // An error: released, or lost (on_lost says so).
+    if (ec || !sv->child.running() || sv->terminating) return;
+    sv->revoked = true;
+    say("revocation of %s requested; sending SIGTERM to COMMAND (pid %d)", held(o).c_str(),
+        static_cast<int>(sv->child.pid()));
+    terminate_command(sv, o);
 }
 
 /// Forward a signal to COMMAND? Not one the terminal generated (SI_KERNEL) while COMMAND shares
@@ -305,16 +360,12 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     zklock::session zk{ex, config};
 
     // 1. Connect, unless interrupted.
-    auto connected = co_await (zk.async_connect(tuple) || interrupt(signals));
-    if (connected.index() == 1) {
-        say("interrupted by %s while connecting", cli::signal_name(std::get<1>(connected)).c_str());
+    const auto connected = co_await connect(zk, o, &signals);
+    if (connected.signal) {
+        say("interrupted by %s while connecting", cli::signal_name(connected.signal).c_str());
         co_return status::interrupted;
     }
-    if (auto [ec] = std::get<0>(connected); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (!connected.connected) co_return status::unavailable;
 
     // 2. Queue for the lock (campaign), unless interrupted. On a signal `||` cancels the acquire,
     //    which deletes our queue node before it completes: nobody waits behind a node of ours.
@@ -367,6 +418,13 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         say("%s %s (node %s, fencing token %lld)", elect ? "leading" : "acquired", path, lease.node().c_str(),
             static_cast<long long>(lease.fencing_token()));
 
+    // A revocation request already in our node when the grant came: COMMAND does not start.
+    if (lease.revocation_requested()) {
+        say("revocation of %s requested before COMMAND started; not running it", held(o).c_str());
+        co_await zk.async_close(tuple);
+        co_return status::revoked;
+    }
+
     // 3. Run COMMAND.
     auto sv = std::make_shared<supervision>(ex);
     const std::vector<std::string> env{"ZKLOCK_FENCING_TOKEN=" + std::to_string(lease.fencing_token()),
@@ -377,6 +435,7 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         co_return ec == boost::system::errc::no_such_file_or_directory ? status::not_found : status::cannot_execute;
     }
     lease.async_wait_lost([sv, o](error_code ec) { on_lost(sv, ec, o); });
+    lease.async_wait_revocation([sv, o](error_code ec) { on_revocation(sv, ec, o); });
 
     // 4. Until COMMAND ends: pass signals on to it.
     while (!sv->child.try_reap()) {
@@ -395,10 +454,15 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     //    to come back; a close does not wait longer than the C client's close, ~1.5 s at most, and
     //    the server drops the node at expiry anyway.)
     const bool lost = static_cast<bool>(sv->lost);
+    const char* let_go = elect ? "resigned" : "released";
     if (lost) say("COMMAND %s after the %s was lost", sv->child.describe_exit().c_str(), elect ? "leadership" : "lock");
     co_await zk.async_close(tuple);
-    if (o.verbose && !lost) say("COMMAND %s; %s %s", sv->child.describe_exit().c_str(), elect ? "resigned" : "released", path);
-    co_return lost ? status::lock_lost : sv->child.exit_status();
+    if (!lost && sv->revoked)
+        say("COMMAND %s after the revocation request; %s %s", sv->child.describe_exit().c_str(), let_go, path);
+    else if (o.verbose && !lost)
+        say("COMMAND %s; %s %s", sv->child.describe_exit().c_str(), let_go, path);
+    if (lost) co_return status::lock_lost;
+    co_return sv->revoked ? status::revoked : sv->child.exit_status();
 }
 
 // ---- zklock list ---------------------------------------------------------------------------------
@@ -444,11 +508,7 @@ awaitable<int> run_list(cli::options o)
     auto ex = co_await asio::this_coro::executor;
     const auto config = session_config_for(o);
     zklock::session zk{ex, config};
-    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
     auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
@@ -482,6 +542,61 @@ awaitable<int> run_list(cli::options o)
                     age.c_str(), owner.c_str());
     }
     co_return 0;
+}
+
+// ---- zklock revoke -------------------------------------------------------------------------------
+
+/// Asks every holder of LOCKPATH to let go: zklock::revocation_request written into each holder's
+/// node (the holder's lease::async_wait_revocation sees it; a `zklock` holder ends COMMAND and
+/// releases). Every holder, because a shared lock or a semaphore has several and a writer waiting
+/// behind readers needs all of them gone. Nodes of other libraries are left alone: Curator and
+/// Kazoo do not read zklock's request, and the write would replace their owner data.
+/// One line on stdout per holder asked. 0: every zklock holder asked; 75: nobody to ask.
+awaitable<int> run_revoke(cli::options o)
+{
+    auto ex = co_await asio::this_coro::executor;
+    const auto config = session_config_for(o);
+    zklock::session zk{ex, config};
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
+    if (ec == zklock::zk_errc::no_node) {
+        co_await zk.async_close(tuple);
+        say("%s has no holder (no such lock); nothing to revoke", o.path.c_str());
+        co_return status::no_holder;
+    }
+    if (ec) {
+        co_await zk.async_close(tuple);
+        say("cannot list %s: %s", o.path.c_str(), (ec == zklock::errc::chroot_missing ? chroot_missing(o) : ec.message()).c_str());
+        co_return status::unavailable;
+    }
+    std::size_t asked = 0, foreign = 0, gone = 0;
+    bool failed = false;
+    for (const auto& e : listing.entries) {
+        if (e.status != zklock::queue_entry::state::holder || e.gone) continue;
+        if (e.library != zklock::lock_library::zklock) {
+            ++foreign;
+            say("%s is held by %s (a %s node), which does not take zklock's revocation requests; left alone",
+                o.path.c_str(), e.name.c_str(), zklock::to_string(e.library));
+            continue;
+        }
+        const std::string node = o.path + "/" + e.name;
+        auto [set_ec, st] = co_await zk.async_set_data(node, std::string(zklock::revocation_request), -1, tuple);
+        if (set_ec == zklock::zk_errc::no_node) {
+            ++gone;  // it has let go since the listing: what we were asking for
+            if (o.verbose) say("%s has let go already", e.name.c_str());
+        } else if (set_ec) {
+            failed = true;
+            say("cannot ask %s to let go: %s", node.c_str(), set_ec.message().c_str());
+        } else {
+            ++asked;
+            std::printf("%s: asked %s (%s) to let go\n", o.path.c_str(), e.name.c_str(), owner_of(e.data).c_str());
+        }
+    }
+    co_await zk.async_close(tuple);
+    if (failed) co_return status::unavailable;
+    if (asked + gone > 0) co_return 0;
+    if (!foreign) say("%s has no holder; nothing to revoke", o.path.c_str());
+    co_return status::no_holder;
 }
 
 // ---- zklock leader -------------------------------------------------------------------------------
@@ -609,11 +724,7 @@ awaitable<int> run_leader(cli::options o)
     auto ex = co_await asio::this_coro::executor;
     const auto config = session_config_for(o);
     zklock::session zk{ex, config};
-    if (auto [ec] = co_await zk.async_connect(tuple); ec) {
-        say("%s", connect_failure(o, ec).c_str());
-        co_return status::unavailable;
-    }
-    report_session(zk, o);
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
     zklock::election e{zk, o.path};
     auto [ec, who] = co_await e.async_leader(tuple);
     co_await zk.async_close(tuple);
@@ -679,6 +790,7 @@ int main(int argc, char** argv)
     if (o.what == cli::mode::list) asio::co_spawn(ioc, run_list(o), done);
     else if (o.what == cli::mode::leader && o.watch) asio::co_spawn(ioc, run_watch(o), done);
     else if (o.what == cli::mode::leader) asio::co_spawn(ioc, run_leader(o), done);
+    else if (o.what == cli::mode::revoke) asio::co_spawn(ioc, run_revoke(o), done);
     else asio::co_spawn(ioc, run_locked(o, inherited), done);
     ioc.run();
     std::fflush(stdout);

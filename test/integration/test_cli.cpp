@@ -44,7 +44,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80;
+constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80,
+              st_revoked = 81;
 
 std::string slurp(const fs::path& p)
 {
@@ -1415,7 +1416,7 @@ std::string upper(std::string text)
 
 }  // namespace
 
-TEST_CASE("zklock cli: --version, -E, --semaphore and -c usage errors exit 64")
+TEST_CASE("zklock cli: --version, -E, --semaphore, -c and revoke usage errors exit 64")
 {
     run([]() -> awaitable<void> {
         scratch s;
@@ -1439,6 +1440,11 @@ TEST_CASE("zklock cli: --version, -E, --semaphore and -c usage errors exit 64")
             {{"-c"}, "option '-c' needs a value (CMDLINE)"},
             {{"-c", "true"}, "missing LOCKPATH"},
             {{"list", "-c", "true", "/l"}, "option '--command' does not apply to 'zklock list'"},
+            {{"revoke"}, "missing LOCKPATH; usage: zklock revoke [OPTIONS] LOCKPATH"},
+            {{"revoke", "/l", "extra"}, "'zklock revoke' takes one LOCKPATH; unexpected 'extra'"},
+            {{"revoke", "relative"}, "invalid lock path 'relative': the path is not absolute"},
+            {{"revoke", "--try", "/l"}, "option '--try' does not apply to 'zklock revoke'"},
+            {{"revoke", "--session-timeout", "1s", "/l"}, "option '--session-timeout' does not apply to 'zklock revoke'"},
         };
         int n = 0;
         for (auto& c : cases) {
@@ -1470,8 +1476,10 @@ TEST_CASE("zklock cli: --version, -E, --semaphore and -c usage errors exit 64")
         launch(help, s, "help", {"--help"});
         CHECK(co_await finish(help) == 0);
         const auto text = help.out();
-        for (const char* word : {"zklock [OPTIONS] LOCKPATH -c CMDLINE", "-E, --conflict-exit-code N", "--semaphore N",
-                                 "-c, --command CMDLINE", "-V, --version"})
+        for (const char* word : {"zklock [OPTIONS] LOCKPATH -c CMDLINE", "zklock revoke [--servers H:P,...]",
+                                 "-E, --conflict-exit-code N", "--semaphore N",
+                                 "-c, --command CMDLINE", "-V, --version", "\n  81 ",
+                                 "'zklock revoke': 0 (every holder asked), 75 (no holder to ask), 64, 69."})
             CHECK_MESSAGE(text.find(word) != std::string::npos, word);
     });
 }
@@ -1596,6 +1604,152 @@ TEST_CASE("zklock cli: --semaphore N runs N holders at once, in queue order, and
             CHECK(co_await finish(*p) == 128 + SIGTERM);
         }
         CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+// ---- zklock revoke ------------------------------------------------------------------------------
+
+TEST_CASE("zklock cli: revoke asks every holder to let go, a holder ends COMMAND and exits 81")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // An exclusive holder whose COMMAND cleans up on SIGTERM, and a waiter behind it.
+        const auto path = unique_path("cli-revoke");
+        const std::string log = s / "log", ready = s / "ready";
+        process holder, waiter;
+        process_guard guard{{&holder, &waiter}};
+        start(holder, s, "holder",
+              zklock_args(servers, {"--owner", "the holder", path, "--", "sh", "-c",
+                                    "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        start(waiter, s, "waiter", zklock_args(servers, {path, "-c", "echo waiter >> " + log}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        const auto kids = co_await children_of(zk, path);
+        const auto holder_node = *std::min_element(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) {
+            return queue_sequence(x).value_or(0) < queue_sequence(y).value_or(0);
+        });
+
+        process r;
+        launch(r, s, "revoke", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(r) == 0);
+        CHECK(r.out() == path + ": asked " + holder_node + " (the holder) to let go\n");
+        CHECK(r.err().empty());
+        CHECK(co_await finish(holder, 10s) == st_revoked);
+        CHECK(co_await finish(waiter, 10s) == 0);
+        CHECK(slurp(log) == "term\nwaiter\n");  // COMMAND ended, then the waiter held
+        CAPTURE(holder.err());
+        CHECK(holder.err().find("zklock: revocation of the lock on " + path + " requested; sending SIGTERM to COMMAND (pid ") == 0);
+        CHECK(holder.err().find("COMMAND exited with status 0 after the revocation request; released " + path) !=
+              std::string::npos);
+
+        // Shared holders: every one is asked, and the writer waiting behind them gets the lock.
+        const auto shared = unique_path("cli-revoke-shared");
+        process r1, r2, writer;
+        guard.procs.insert(guard.procs.end(), {&r1, &r2, &writer});
+        const std::vector<std::string> shared_flag{"--shared"};
+        co_await start_holder(r1, s, servers, shared, "r1", shared_flag);
+        co_await start_holder(r2, s, servers, shared, "r2", shared_flag);
+        start(writer, s, "writer", zklock_args(servers, {shared, "true"}));
+        REQUIRE(co_await wait_children(zk, shared, 3) == 3);
+        process rs;
+        launch(rs, s, "revoke-shared", {"revoke", "--servers", servers, shared});
+        CHECK(co_await finish(rs) == 0);
+        CAPTURE(rs.out());
+        const auto asked = lines_of(rs.out());
+        REQUIRE(asked.size() == 2);
+        for (const auto& line : asked) CHECK(line.find(": asked r-") != std::string::npos);
+        CHECK(co_await finish(r1, 10s) == st_revoked);
+        CHECK(co_await finish(r2, 10s) == st_revoked);
+        CHECK(co_await finish(writer, 10s) == 0);
+
+        // A COMMAND that ignores SIGTERM gets SIGKILL after --kill-after.
+        const auto stubborn_path = unique_path("cli-revoke-kill");
+        const std::string stubborn_ready = s / "stubborn.ready";
+        process stubborn;
+        guard.procs.push_back(&stubborn);
+        start(stubborn, s, "stubborn",
+              zklock_args(servers, {"--kill-after", "1s", stubborn_path, "-c",
+                                    "trap '' TERM; touch " + stubborn_ready + "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(stubborn_ready));
+        process rk;
+        launch(rk, s, "revoke-kill", {"revoke", "--servers", servers, stubborn_path});
+        CHECK(co_await finish(rk) == 0);
+        const auto t0 = clock_type::now();
+        CHECK(co_await finish(stubborn, 10s) == st_revoked);
+        CHECK(seconds_since(t0) >= 0.9);
+        CHECK(stubborn.err().find("sending SIGKILL") != std::string::npos);
+        CHECK(stubborn.err().find("COMMAND killed by SIGKILL after the revocation request") != std::string::npos);
+        CHECK((co_await children_of(zk, stubborn_path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' holders are left alone, a leader resigns")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // No such path; a path with nobody in it.
+        const auto path = unique_path("cli-revoke-none");
+        co_await zk.async_create(path.substr(0, path.rfind('/')), "", create_mode::persistent, tuple);  // may exist
+        process missing, empty;
+        launch(missing, s, "missing", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(missing) == st_not_acquired);
+        CHECK(missing.out().empty());
+        CHECK(missing.err() == "zklock: " + path + " has no holder (no such lock); nothing to revoke\n");
+        auto [pec, created, pst] = co_await zk.async_create(path, "", create_mode::persistent, tuple);
+        REQUIRE_FALSE(pec);
+        launch(empty, s, "empty", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(empty) == st_not_acquired);
+        CHECK(empty.err() == "zklock: " + path + " has no holder; nothing to revoke\n");
+
+        // A Kazoo holder: not written to (its data stays), 75.
+        auto [kec, kazoo_node, kst] =
+            co_await zk.async_create(path + "/4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__lock__", "python", create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(kec);
+        process foreign;
+        launch(foreign, s, "foreign", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(foreign) == st_not_acquired);
+        CHECK(foreign.out().empty());
+        CHECK(foreign.err().find("a kazoo node), which does not take zklock's revocation requests; left alone") !=
+              std::string::npos);
+        auto [gec, data, gst] = co_await zk.async_get_data(kazoo_node, tuple);
+        REQUIRE_FALSE(gec);
+        CHECK(data == "python");
+        co_await zk.async_remove(kazoo_node, -1, tuple);
+        co_await zk.async_remove(path, -1, tuple);
+
+        // An election's leader is asked to resign: COMMAND ends, the next candidate leads.
+        const auto election = unique_path("cli-revoke-elect");
+        const std::string log = s / "log", ready = s / "leader.ready";
+        process leader, next;
+        process_guard guard{{&leader, &next}};
+        start(leader, s, "leader",
+              zklock_args(servers, {"elect", "--value", "first", election, "-c",
+                                    "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        start(next, s, "next", zklock_args(servers, {"elect", election, "-c", "echo next >> " + log}));
+        REQUIRE(co_await wait_children(zk, election, 2) == 2);
+        process r;
+        launch(r, s, "revoke-leader", {"revoke", "--servers", servers, election});
+        CHECK(co_await finish(r) == 0);
+        CHECK(r.out().find(": asked ") != std::string::npos);
+        CHECK(r.out().find(" (first) to let go\n") != std::string::npos);
+        CHECK(co_await finish(leader, 10s) == st_revoked);
+        CHECK(co_await finish(next, 10s) == 0);
+        CHECK(slurp(log) == "term\nnext\n");
+        CHECK(leader.err().find("revocation of the leadership of " + election + " requested") != std::string::npos);
+        CHECK(leader.err().find("after the revocation request; resigned " + election) != std::string::npos);
     });
 }
 
