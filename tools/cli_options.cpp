@@ -39,7 +39,7 @@ struct option_spec {
     unsigned applies;  // applies_to bits
 };
 
-constexpr std::array<option_spec, 21> specs{{
+constexpr std::array<option_spec, 22> specs{{
     {"servers", 0, "H:P,...",
      "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
      "else 127.0.0.1:2181.",
@@ -90,9 +90,10 @@ constexpr std::array<option_spec, 21> specs{{
      to_elect},
     {"watch", 0, "", "leader: print each change of leader, one line each, until SIGINT, SIGTERM, SIGHUP or SIGQUIT (status 0).",
      to_leader},
+    {"json", 0, "", "list: print the queue as one JSON document.", to_list},
     {"verbose", 'v', "",
-     "Report progress (connected and the session timeout granted, queued and how many ahead, acquired, released) "
-     "on stderr.",
+     "Report progress (connected and the session timeout granted, waiting and how many ahead when the lock is "
+     "not granted at once, acquired, released) on stderr.",
      to_all},
     {"version", 'V', "", "Print the version and exit.", to_all},
     {"help", 'h', "", "Print this help and exit.", to_all},
@@ -371,6 +372,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             o.permits = static_cast<std::uint32_t>(*n);
         }
         else if (name == "command") shell_command = value;
+        else if (name == "json") o.json = true;
         else if (name == "watch") o.watch = true;
         else if (name == "tls") o.tls = true;
         else if (name == "tls-ca") o.tls_ca = value;
@@ -432,7 +434,7 @@ std::string help_text()
          "SYNOPSIS\n"
          "  zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...]\n"
          "  zklock [OPTIONS] LOCKPATH -c CMDLINE\n"
-         "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
+         "  zklock list [--json] [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
          "  zklock elect [--value TEXT] [--names NAMES] [OPTIONS] PATH [--] COMMAND [ARGS...]\n"
          "  zklock leader [--watch] [--servers H:P,...] [--connect-timeout DURATION] PATH\n"
          "  zklock revoke [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
@@ -451,7 +453,8 @@ std::string help_text()
          "  SIGKILL after --kill-after, and zklock exits 79. If a revocation request ('zklock revoke') reaches\n"
          "  it while COMMAND runs, COMMAND gets SIGTERM, SIGKILL after --kill-after, and zklock releases the\n"
          "  lock and exits 81.\n"
-         "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, node, age, owner.\n"
+         "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, library, recipe, node,\n"
+         "  age, owner (with --json, one JSON document).\n"
          "  'zklock elect' campaigns in the election at PATH with --value (default HOST:PID), runs COMMAND\n"
          "  while it leads, resigns when COMMAND ends and exits with COMMAND's status; everything above\n"
          "  holds for it as for a lock (--try, --timeout, signals, 79 when leadership is lost, the\n"

@@ -60,6 +60,7 @@ struct options {
     std::string value;  ///< elect: the candidate's value; empty: the library's "<host>:<pid>"
     zklock::election_names names = zklock::election_names::curator_selector;  ///< elect: --names
     bool watch = false;  ///< leader: --watch
+    bool json = false;   ///< list: --json
     bool verbose = false;
     bool tls = false;  ///< --tls, or any --tls-* option or variable given
     std::string tls_ca, tls_cert, tls_key;

@@ -18,6 +18,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -160,12 +163,26 @@ std::string wanted(const cli::options& o)
 
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
 /// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
+/// Nothing at all when the grant comes at once: the first line comes from the acquire's first
+/// listing that leaves it waiting (lock_options::on_queued).
 struct queue_progress {
+    explicit queue_progress(std::string what) : what(std::move(what)) {}
+    std::string what;        // wanted(): what we wait for
     bool tty = ::isatty(2) == 1;
     bool line_open = false;  // a progress line without its newline is on the terminal
     std::string node;        // our queue node, once an acquire has queued it
     std::optional<std::size_t> shown;
 
+    /// The acquire looked at the queue and waits: say so the first time, then where we are.
+    void queued(std::string_view queued_node, std::size_t ahead)
+    {
+        if (node.empty()) {
+            const auto slash = queued_node.rfind('/');
+            say("waiting for %s (node %s)", what.c_str(), std::string(queued_node.substr(slash + 1)).c_str());
+        }
+        node = queued_node;
+        report(ahead);
+    }
     void report(std::size_t ahead)
     {
         if (shown == ahead) return;
@@ -219,9 +236,13 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& z
 
 /// elect: campaigns with --value until we lead, as --try or --timeout say. The leadership is
 /// handed on as the lease it is (what COMMAND's supervision needs of it).
-awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, const cli::options& o)
+awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, const cli::options& o,
+                                                          const std::shared_ptr<queue_progress>& progress)
 {
-    zklock::election e{zk, o.path, zklock::election_options{o.names}};
+    zklock::election_options options{o.names};
+    if (progress)
+        options.on_queued = [progress](std::string_view node, std::size_t ahead) { progress->queued(node, ahead); };
+    zklock::election e{zk, o.path, std::move(options)};
     // A timeout <= 0 campaigns only if nobody leads now: --try, and --timeout 0 as for a lock.
     std::tuple<error_code, zklock::leadership> r;
     if (o.try_only) r = co_await e.async_campaign(o.value, std::chrono::milliseconds::zero(), tuple);
@@ -231,18 +252,26 @@ awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, c
     co_return std::tuple<error_code, zklock::lease>(ec, std::move(leadership));
 }
 
+/// Acquires (campaigns) as the options say; with --verbose (`progress`), the place in the queue
+/// while it waits. --try never waits: nothing to show.
 awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o,
                                                          const std::shared_ptr<queue_progress>& progress)
 {
-    // A campaign has no on_queued hook (election takes no lock_options): no place in the queue to show.
-    if (o.what == cli::mode::elect) co_return co_await campaign(zk, o);
+    const bool elect = o.what == cli::mode::elect;
+    if (!progress || o.try_only) {
+        if (elect) co_return co_await campaign(zk, o, nullptr);
+        zklock::lock_options lock_options;
+        lock_options.owner_info = o.owner;
+        co_return co_await acquire_once(zk, o, std::move(lock_options));
+    }
+    if (elect) {
+        auto r = co_await (campaign(zk, o, progress) || poll_queue(zk, o, progress));
+        progress->end_line();
+        co_return std::move(std::get<0>(r));
+    }
     zklock::lock_options lock_options;
     lock_options.owner_info = o.owner;
-    if (!progress || o.try_only) co_return co_await acquire_once(zk, o, std::move(lock_options));
-    lock_options.on_queued = [progress](std::string_view node, std::size_t ahead) {
-        progress->node = node;
-        progress->report(ahead);
-    };
+    lock_options.on_queued = [progress](std::string_view node, std::size_t ahead) { progress->queued(node, ahead); };
     auto r = co_await (acquire_once(zk, o, std::move(lock_options)) || poll_queue(zk, o, progress));
     progress->end_line();
     co_return std::move(std::get<0>(r));
@@ -371,11 +400,8 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     //    which deletes our queue node before it completes: nobody waits behind a node of ours.
     const bool elect = o.what == cli::mode::elect;
     const char* path = o.path.c_str();
-    if (o.verbose) {
-        if (elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
-        else say("waiting for %s", wanted(o).c_str());
-    }
-    auto progress = o.verbose && !elect ? std::make_shared<queue_progress>() : nullptr;
+    if (o.verbose && elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
+    auto progress = o.verbose ? std::make_shared<queue_progress>(wanted(o)) : nullptr;
     auto acquired = co_await (acquire(zk, o, progress) || interrupt(signals));
     if (progress) progress->end_line();
     if (acquired.index() == 1) {
@@ -486,21 +512,110 @@ std::string printable(std::string data)
     return data.empty() ? "-" : data;
 }
 
-/// A queue node's data as one line of owner information.
-std::string owner_of(std::string data)
+/// A queue node's data as owner information, as stored.
+std::string owner_data(std::string data)
 {
-    if (data == zklock::revocation_request) return "(revocation requested)";
     // Earlier zklock versions appended this holder mark to a holder's owner information.
     constexpr std::string_view mark = "\nzklock:held";
     if (data.size() >= mark.size() && data.compare(data.size() - mark.size(), mark.size(), mark) == 0)
         data.resize(data.size() - mark.size());
-    return printable(std::move(data));
+    return data;
+}
+
+/// A queue node's data as one line of owner information.
+std::string owner_of(std::string data)
+{
+    if (data == zklock::revocation_request) return "(revocation requested)";
+    return printable(owner_data(std::move(data)));
 }
 
 std::int64_t now_ms()
 {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+/// "0x100a3f2c9d10002": a session id as ZooKeeper's own tools print it.
+std::string hex_session(std::int64_t id)
+{
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(id));
+    return buf;
+}
+
+const char* state_name(zklock::queue_entry::state s)
+{
+    using st = zklock::queue_entry::state;
+    return s == st::holder ? "holder" : s == st::waiting ? "waiting" : "unknown";
+}
+
+/// list --json: the listing as one JSON object. Entry fields: those of the table (position, state,
+/// kind, library, recipe, node, age_ms, owner), and what the table leaves out (sequence,
+/// created_ms, session, revocation_requested, gone). `owner` is the node's data, null when a
+/// revocation request replaced it or the node is gone; age_ms, created_ms and session are null
+/// for a gone node. A missing lock path: exists false, no entries.
+boost::json::object listing_json(const cli::options& o, const zklock::queue_listing* listing)
+{
+    namespace json = boost::json;
+    static const std::vector<zklock::queue_entry> no_entries;
+    json::object doc;
+    doc["path"] = o.path;
+    doc["exists"] = listing != nullptr;
+    doc["permits"] = listing && listing->permits ? json::value(listing->permits) : json::value(nullptr);
+    doc["other_children"] = listing ? listing->other_children : 0;
+    json::array entries;
+    const auto now = now_ms();
+    std::size_t pos = 0;
+    for (const auto& e : listing ? listing->entries : no_entries) {
+        const bool revocation = !e.gone && e.data == zklock::revocation_request;
+        json::object j;
+        j["position"] = ++pos;
+        j["state"] = state_name(e.status);
+        j["kind"] = zklock::to_string(e.kind);
+        j["library"] = zklock::to_string(e.library);
+        j["recipe"] = e.recipe;
+        j["node"] = e.name;
+        j["sequence"] = e.sequence;
+        j["age_ms"] = e.gone ? json::value(nullptr) : json::value(std::max<std::int64_t>(now - e.stat.ctime, 0));
+        j["created_ms"] = e.gone ? json::value(nullptr) : json::value(e.stat.ctime);
+        j["session"] = e.gone ? json::value(nullptr) : json::value(hex_session(e.stat.ephemeral_owner));
+        j["owner"] = e.gone || revocation ? json::value(nullptr) : json::value(owner_data(e.data));
+        j["revocation_requested"] = revocation;
+        j["gone"] = e.gone;
+        entries.push_back(std::move(j));
+    }
+    doc["entries"] = std::move(entries);
+    return doc;
+}
+
+/// The table: POS STATE KIND LIBRARY RECIPE NODE AGE, each column as wide as its widest cell (at
+/// least as wide as it always was), then OWNER, unpadded and last (it may contain spaces).
+void print_table(const zklock::queue_listing& listing)
+{
+    constexpr std::size_t columns = 7;
+    using row = std::array<std::string, columns + 1>;
+    std::vector<row> rows;
+    rows.push_back(row{"POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE", "OWNER"});
+    const auto now = now_ms();
+    std::size_t pos = 0;
+    for (const auto& e : listing.entries) {
+        using st = zklock::queue_entry::state;
+        rows.push_back(row{std::to_string(++pos), e.status == st::unknown ? "?" : state_name(e.status),
+                           zklock::to_string(e.kind), zklock::to_string(e.library), std::string(e.recipe), e.name,
+                           e.gone ? "-" : format_age(now - e.stat.ctime), e.gone ? "(gone)" : owner_of(e.data)});
+    }
+    std::array<std::size_t, columns> width{4, 8, 9, 7, 12, 36, 8};
+    for (const auto& r : rows)
+        for (std::size_t c = 0; c < columns; ++c) width[c] = std::max(width[c], r[c].size());
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < columns; ++c) {
+            line += r[c];
+            line.append(width[c] - r[c].size() + 1, ' ');
+        }
+        line += r[columns];
+        std::printf("%s\n", line.c_str());
+    }
 }
 
 awaitable<int> run_list(cli::options o)
@@ -512,7 +627,8 @@ awaitable<int> run_list(cli::options o)
     auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
-        std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
+        if (o.json) std::printf("%s\n", boost::json::serialize(listing_json(o, nullptr)).c_str());
+        else std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
         co_return 0;
     }
     if (ec == zklock::errc::chroot_missing) {
@@ -523,24 +639,16 @@ awaitable<int> run_list(cli::options o)
         say("cannot list %s: %s", o.path.c_str(), ec.message().c_str());
         co_return status::unavailable;
     }
+    if (o.json) {
+        std::printf("%s\n", boost::json::serialize(listing_json(o, &listing)).c_str());
+        co_return 0;
+    }
     if (listing.entries.empty()) {
         std::printf("%s: free (no holder, nobody waiting)\n", o.path.c_str());
         co_return 0;
     }
     std::printf("%s: %zu in the queue\n", o.path.c_str(), listing.entries.size());
-    std::printf("%-4s %-8s %-9s %-7s %-12s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE",
-                "OWNER");
-    const auto now = now_ms();
-    std::size_t pos = 0;
-    for (const auto& e : listing.entries) {
-        using st = zklock::queue_entry::state;
-        const char* state = e.status == st::holder ? "holder" : e.status == st::waiting ? "waiting" : "?";
-        const std::string age = e.gone ? "-" : format_age(now - e.stat.ctime);
-        const std::string owner = e.gone ? "(gone)" : owner_of(e.data);
-        std::printf("%-4zu %-8s %-9s %-7s %-12.*s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
-                    zklock::to_string(e.library), static_cast<int>(e.recipe.size()), e.recipe.data(), e.name.c_str(),
-                    age.c_str(), owner.c_str());
-    }
+    print_table(listing);
     co_return 0;
 }
 
@@ -601,14 +709,17 @@ awaitable<int> run_revoke(cli::options o)
 
 // ---- zklock leader -------------------------------------------------------------------------------
 
-/// The columns of a leader line: NODE, LIBRARY, AGE (of the candidate node, from its creation
-/// on the server), VALUE (last: it may contain spaces).
-constexpr const char* leader_row = "%-36s %-7s %-8s %s\n";
+/// The columns of a leader line: NODE (at least 36 wide, wider for a longer name: Kazoo's are
+/// 40 and more), LIBRARY, AGE (of the candidate node, from its creation on the server), VALUE
+/// (last: it may contain spaces).
+constexpr const char* leader_row = "%-*s %-7s %-8s %s\n";
+
+int node_width(const zklock::leader_info& who) { return static_cast<int>(std::max<std::size_t>(36, who.node.size())); }
 
 void print_leader(const zklock::leader_info& who)
 {
-    std::printf(leader_row, who.node.c_str(), zklock::to_string(who.library), format_age(now_ms() - who.stat.ctime).c_str(),
-                printable(who.value).c_str());
+    std::printf(leader_row, node_width(who), who.node.c_str(), zklock::to_string(who.library),
+                format_age(now_ms() - who.stat.ctime).c_str(), printable(who.value).c_str());
 }
 
 /// --watch: the local time a change was seen, "2026-11-26T12:00:03.123+0100".
@@ -740,7 +851,7 @@ awaitable<int> run_leader(cli::options o)
         say("cannot look up the leader of %s: %s", o.path.c_str(), ec.message().c_str());
         co_return status::unavailable;
     }
-    std::printf(leader_row, "NODE", "LIBRARY", "AGE", "VALUE");
+    std::printf(leader_row, node_width(who), "NODE", "LIBRARY", "AGE", "VALUE");
     print_leader(who);
     co_return 0;
 }

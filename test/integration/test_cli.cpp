@@ -9,6 +9,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+// Boost.JSON compiled into this test (its header-only mode), to read `zklock list --json`.
+#include <boost/json/src.hpp>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -1416,7 +1419,7 @@ std::string upper(std::string text)
 
 }  // namespace
 
-TEST_CASE("zklock cli: --version, -E, --semaphore, -c and revoke usage errors exit 64")
+TEST_CASE("zklock cli: --version, -E, --semaphore, -c, revoke and --json usage errors exit 64")
 {
     run([]() -> awaitable<void> {
         scratch s;
@@ -1440,6 +1443,8 @@ TEST_CASE("zklock cli: --version, -E, --semaphore, -c and revoke usage errors ex
             {{"-c"}, "option '-c' needs a value (CMDLINE)"},
             {{"-c", "true"}, "missing LOCKPATH"},
             {{"list", "-c", "true", "/l"}, "option '--command' does not apply to 'zklock list'"},
+            {{"--json", "/l", "true"}, "option '--json' applies only to 'zklock list'"},
+            {{"leader", "--json", "/e"}, "option '--json' does not apply to 'zklock leader'"},
             {{"revoke"}, "missing LOCKPATH; usage: zklock revoke [OPTIONS] LOCKPATH"},
             {{"revoke", "/l", "extra"}, "'zklock revoke' takes one LOCKPATH; unexpected 'extra'"},
             {{"revoke", "relative"}, "invalid lock path 'relative': the path is not absolute"},
@@ -1477,8 +1482,8 @@ TEST_CASE("zklock cli: --version, -E, --semaphore, -c and revoke usage errors ex
         CHECK(co_await finish(help) == 0);
         const auto text = help.out();
         for (const char* word : {"zklock [OPTIONS] LOCKPATH -c CMDLINE", "zklock revoke [--servers H:P,...]",
-                                 "-E, --conflict-exit-code N", "--semaphore N",
-                                 "-c, --command CMDLINE", "-V, --version", "\n  81 ",
+                                 "zklock list [--json]", "-E, --conflict-exit-code N", "--semaphore N",
+                                 "-c, --command CMDLINE", "-V, --version", "--json", "\n  81 ",
                                  "'zklock revoke': 0 (every holder asked), 75 (no holder to ask), 64, 69."})
             CHECK_MESSAGE(text.find(word) != std::string::npos, word);
     });
@@ -1750,6 +1755,251 @@ TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' hold
         CHECK(slurp(log) == "term\nnext\n");
         CHECK(leader.err().find("revocation of the leadership of " + election + " requested") != std::string::npos);
         CHECK(leader.err().find("after the revocation request; resigned " + election) != std::string::npos);
+    });
+}
+
+// ---- list --json, columns sized from the data, -v -----------------------------------------------
+
+namespace {
+
+/// A JSON string's text.
+std::string str(const boost::json::value& v)
+{
+    const auto& s = v.as_string();
+    return std::string(s.data(), s.size());
+}
+
+/// The column each header word of `header` starts at ("POS STATE ..."), by word.
+std::map<std::string, std::size_t> column_starts(const std::string& header)
+{
+    std::map<std::string, std::size_t> at;
+    for (std::size_t i = 0; i < header.size(); ++i)
+        if (header[i] != ' ' && (i == 0 || header[i - 1] == ' ')) at[header.substr(i, header.find(' ', i) - i)] = i;
+    return at;
+}
+
+/// Whether `line` has a cell starting at column `c`: a space before it (or the line's start) and
+/// a non-space there.
+bool cell_at(const std::string& line, std::size_t c)
+{
+    return c < line.size() && line[c] != ' ' && (c == 0 || line[c - 1] == ' ');
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: list --json, and columns that stay aligned with long foreign node names")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const auto path = unique_path("cli-json");
+
+        const std::vector<std::string> owner{"--owner", "the holder"}, three_permits{"--semaphore", "3"};
+
+        // Missing: exists false, no entries, status 0.
+        process missing;
+        launch(missing, s, "missing", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(missing) == 0);
+        CAPTURE(missing.out());
+        const auto none = boost::json::parse(missing.out()).as_object();
+        CHECK(str(none.at("path")) == path);
+        CHECK(none.at("exists").as_bool() == false);
+        CHECK(none.at("entries").as_array().empty());
+        CHECK(lines_of(missing.out()).size() == 1);
+
+        // A zklock holder, a shared zklock waiter, a Kazoo reader (a 50-character name) and a
+        // Curator writer behind them.
+        process holder, reader;
+        process_guard guard{{&holder, &reader}};
+        co_await start_holder(holder, s, servers, path, "holder", owner);
+        start(reader, s, "reader", zklock_args(servers, {"--shared", "--owner", "a \"quoted\"\treader", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        auto [kec, kazoo_node, kst] = co_await zk.async_create(path + "/4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__rlock__", "python",
+                                                               create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(kec);
+        auto [cec, curator_node, cst] = co_await zk.async_create(
+            path + "/_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-__WRIT__", "java", create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(cec);
+
+        process j;
+        launch(j, s, "json", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(j) == 0);
+        CAPTURE(j.out());
+        REQUIRE(lines_of(j.out()).size() == 1);
+        const auto doc = boost::json::parse(j.out()).as_object();
+        CHECK(doc.at("exists").as_bool());
+        CHECK(doc.at("permits").is_null());
+        CHECK(doc.at("other_children").as_int64() == 0);
+        const auto& entries = doc.at("entries").as_array();
+        REQUIRE(entries.size() == 4);
+        const auto e = [&](std::size_t i) -> const boost::json::object& { return entries[i].as_object(); };
+        for (std::size_t i = 0; i < 4; ++i) {
+            CHECK(e(i).at("position").as_int64() == static_cast<std::int64_t>(i + 1));
+            CHECK(e(i).at("age_ms").as_int64() >= 0);
+            CHECK(e(i).at("created_ms").as_int64() > 0);
+            CHECK(str(e(i).at("session")).rfind("0x", 0) == 0);
+            CHECK(e(i).at("gone").as_bool() == false);
+            CHECK(e(i).at("revocation_requested").as_bool() == false);
+            if (i > 0) CHECK(e(i).at("sequence").as_int64() > e(i - 1).at("sequence").as_int64());
+        }
+        CHECK(str(e(0).at("state")) == "holder");
+        CHECK(str(e(0).at("kind")) == "exclusive");
+        CHECK(str(e(0).at("library")) == "zklock");
+        CHECK(str(e(0).at("recipe")) == "mutex");
+        CHECK(str(e(0).at("node")).rfind("x-", 0) == 0);
+        CHECK(str(e(0).at("owner")) == "the holder");
+        CHECK(str(e(1).at("state")) == "waiting");
+        CHECK(str(e(1).at("kind")) == "shared");
+        CHECK(str(e(1).at("recipe")) == "shared_mutex");
+        CHECK(str(e(1).at("owner")) == "a \"quoted\"\treader");  // as stored, escaped by JSON
+        CHECK(str(e(2).at("library")) == "kazoo");
+        CHECK(path + "/" + str(e(2).at("node")) == kazoo_node);
+        CHECK(str(e(2).at("owner")) == "python");
+        CHECK(str(e(3).at("library")) == "curator");
+        CHECK(str(e(3).at("kind")) == "exclusive");
+        CHECK(path + "/" + str(e(3).at("node")) == curator_node);
+
+        // The table: every column starts where its header does, however long the names.
+        process t;
+        launch(t, s, "table", {"list", "--servers", servers, path});
+        CHECK(co_await finish(t) == 0);
+        CAPTURE(t.out());
+        const auto rows = lines_of(t.out());
+        REQUIRE(rows.size() == 6);
+        const auto at = column_starts(rows[1]);
+        REQUIRE(at.size() == 8);
+        for (std::size_t i = 2; i < rows.size(); ++i) {
+            CAPTURE(rows[i]);
+            for (const auto& [column, c] : at) CHECK_MESSAGE(cell_at(rows[i], c), column);
+        }
+        CHECK(rows[4].find(kazoo_node.substr(path.size() + 1) + " ") != std::string::npos);
+        CHECK(rows[3].ends_with("a \"quoted\"?reader"));  // a control character shown as '?'
+
+        // A revocation request in a node (the Curator one: nobody watches it, so it stays):
+        // owner null, revocation_requested true; the table says so in the owner column.
+        auto [rec, rst] = co_await zk.async_set_data(curator_node, std::string(zklock::revocation_request), -1, tuple);
+        REQUIRE_FALSE(rec);
+        process j2, t2;
+        launch(j2, s, "json-revoked", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(j2) == 0);
+        CAPTURE(j2.out());
+        const auto doc2 = boost::json::parse(j2.out()).as_object();
+        const auto& last = doc2.at("entries").as_array().at(3).as_object();
+        CHECK(last.at("revocation_requested").as_bool());
+        CHECK(last.at("owner").is_null());
+        launch(t2, s, "table-revoked", {"list", "--servers", servers, path});
+        CHECK(co_await finish(t2) == 0);
+        CHECK(lines_of(t2.out()).at(5).ends_with(" (revocation requested)"));
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder, 10s) == 128 + SIGTERM);
+        co_await zk.async_remove(kazoo_node, -1, tuple);
+        co_await zk.async_remove(curator_node, -1, tuple);
+        CHECK(co_await finish(reader, 10s) == 0);
+
+        // A semaphore's listing: its permit count.
+        const auto sem = unique_path("cli-json-semaphore");
+        process ps, js;
+        guard.procs.push_back(&ps);
+        co_await start_holder(ps, s, servers, sem, "permit", three_permits);
+        launch(js, s, "json-semaphore", {"list", "--json", "--servers", servers, sem});
+        CHECK(co_await finish(js) == 0);
+        const auto doc3 = boost::json::parse(js.out()).as_object();
+        CHECK(doc3.at("permits").as_int64() == 3);
+        CHECK(str(doc3.at("entries").as_array().at(0).as_object().at("kind")) == "permit");
+        ps.signal(SIGTERM);
+        CHECK(co_await finish(ps) == 128 + SIGTERM);
+
+        // `zklock leader`: a Kazoo-named candidate (37 characters) keeps its columns aligned too.
+        const auto election = unique_path("cli-json-elect");
+        const std::string leading = s / "leading";
+        process leader, l;
+        guard.procs.push_back(&leader);
+        start(leader, s, "leader",
+              zklock_args(servers, {"elect", "--names", "kazoo", "--value", "v", election, "-c",
+                                    "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        launch(l, s, "leader-table", {"leader", "--servers", servers, election});
+        CHECK(co_await finish(l) == 0);
+        CAPTURE(l.out());
+        const auto leader_rows = lines_of(l.out());
+        REQUIRE(leader_rows.size() == 2);
+        CHECK(fields_of(leader_rows[1])[0].size() > 36);
+        for (const auto& [column, c] : column_starts(leader_rows[0])) CHECK_MESSAGE(cell_at(leader_rows[1], c), column);
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);
+    });
+}
+
+TEST_CASE("zklock cli: -v says waiting only when the acquire waits, and shows the session timeout granted")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-verbose-grant");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // Granted at once: connected (with the granted timeout), acquired, released; no "waiting".
+        process free_lock, free_shared, free_permit;
+        launch(free_lock, s, "free", {"--servers", servers, "-v", "--session-timeout", "2s", path, "true"});
+        CHECK(co_await finish(free_lock) == 0);
+        launch(free_shared, s, "free-shared", {"--servers", servers, "-v", "-s", path, "true"});
+        CHECK(co_await finish(free_shared) == 0);
+        launch(free_permit, s, "free-permit", {"--servers", servers, "-v", "--semaphore", "2", path + "-sem", "true"});
+        CHECK(co_await finish(free_permit) == 0);
+        const std::array<process*, 3> free_runs{&free_lock, &free_shared, &free_permit};
+        for (auto* p : free_runs) {
+            const auto err = p->err();
+            CAPTURE(err);
+            CHECK(err.find("waiting") == std::string::npos);
+            CHECK(err.find("zklock: acquired " + path) != std::string::npos);
+            CHECK(err.find("; released " + path) != std::string::npos);
+        }
+        CHECK(free_lock.err().rfind("zklock: connected to " + servers + " (session 0x", 0) == 0);
+        CHECK(free_lock.err().find(", session timeout 2s)\n") != std::string::npos);
+
+        // Behind a holder: it says what it waits for and where it stands, then acquires.
+        process holder, waiter;
+        process_guard guard{{&holder, &waiter}};
+        co_await start_holder(holder, s, servers, path, "holder");
+        start(waiter, s, "waiter", zklock_args(servers, {"-v", "--shared", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder) == 128 + SIGTERM);
+        CHECK(co_await finish(waiter) == 0);
+        const auto lines = lines_of(waiter.err());
+        CAPTURE(waiter.err());
+        const auto waiting = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("waiting") != std::string::npos; });
+        REQUIRE(lines.end() - waiting >= 3);
+        CHECK(waiting[0].rfind("zklock: waiting for a shared lock on " + path + " (node r-", 0) == 0);
+        CHECK(waiting[1] == "zklock: waiting: 1 ahead");
+        CHECK(waiting[2].rfind("zklock: acquired " + path, 0) == 0);
+
+        // elect: campaigning, and waiting only behind a leader.
+        const auto election = unique_path("cli-verbose-elect");
+        process alone, leader, candidate;
+        guard.procs.insert(guard.procs.end(), {&leader, &candidate});
+        launch(alone, s, "alone", {"elect", "--servers", servers, "-v", election, "true"});
+        CHECK(co_await finish(alone) == 0);
+        CHECK(alone.err().find("waiting") == std::string::npos);
+        CHECK(alone.err().find("zklock: campaigning for " + election) != std::string::npos);
+        CHECK(alone.err().find("zklock: leading " + election) != std::string::npos);
+        const std::string leading = s / "leading";
+        start(leader, s, "leader", zklock_args(servers, {"elect", election, "-c", "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        start(candidate, s, "candidate", zklock_args(servers, {"elect", "-v", election, "true"}));
+        REQUIRE(co_await wait_children(zk, election, 2) == 2);
+        co_await eventually([&] { return candidate.err().find("waiting: 1 ahead") != std::string::npos; }, 10s);
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);
+        CHECK(co_await finish(candidate) == 0);
+        CAPTURE(candidate.err());
+        CHECK(candidate.err().find("zklock: waiting for the leadership of " + election + " (node x-") != std::string::npos);
+        CHECK(candidate.err().find("zklock: waiting: 1 ahead\n") != std::string::npos);
     });
 }
 
