@@ -1,7 +1,7 @@
 // zklock — run a command while holding a fair ZooKeeper lock or a semaphore's permit (like
 // flock(1), `etcdctl lock`, `consul lock`), list a lock's queue, ask its holders to let go, run a
 // command while leading an election (`etcdctl elect`) and show or follow an election's leader.
-// `zklock --help` and tools/README.md describe it; the exit statuses are in cli_options.hpp.
+// docs/zklock.1 and `zklock --help` describe it; the exit statuses are in cli_options.hpp.
 //
 // Everything runs on one io_context thread: the ZooKeeper session (the library drives the
 // single-threaded C client from the reactor), the signals (a signalfd) and COMMAND's end (SIGCHLD

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -2003,3 +2004,221 @@ TEST_CASE("zklock cli: -v says waiting only when the acquire waits, and shows th
     });
 }
 
+// ---- bash completion, man page ------------------------------------------------------------------
+
+namespace {
+
+/// The build tree the zklock binary is in (the one holding CMakeCache.txt).
+fs::path build_tree()
+{
+    for (fs::path dir = fs::path(ZKLOCK_CLI_PATH).parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+        if (fs::exists(dir / "CMakeCache.txt")) return dir;
+    return {};
+}
+
+fs::path source_tree() { return cmake_cache("CMAKE_HOME_DIRECTORY"); }
+
+/// Runs `sh -c script` with `env` added, to its end; its status (stdout and stderr in `p`).
+awaitable<int> shell(process& p, const scratch& s, const std::string& name, const std::string& script,
+                     std::vector<std::string> env = {})
+{
+    start_options so;
+    so.env = std::move(env);
+    const std::vector<std::string> args{"/bin/sh", "-c", script};
+    start(p, s, name, args, so);
+    co_return co_await finish(p, 60s);
+}
+
+/// The long options `zklock --help` lists, each with its value's name ("" for a flag) and its
+/// short name (0: none), in the order listed.
+struct help_option {
+    std::string name, value;
+    char short_name = 0;
+};
+std::vector<help_option> help_options(const std::string& help)
+{
+    std::vector<help_option> out;
+    bool in_options = false;
+    for (const auto& line : lines_of(help)) {
+        if (line == "OPTIONS") in_options = true;
+        else if (!line.empty() && line[0] != ' ') in_options = false;
+        if (!in_options) continue;
+        // "  -w, --timeout DURATION      Give up ..." or "      --servers H:P,...       ZooKeeper ..."
+        const auto dashes = line.find("--");
+        if (line.rfind("  -", 0) != 0 && line.rfind("      --", 0) != 0) continue;
+        if (dashes == std::string::npos || dashes > 6) continue;
+        help_option o;
+        if (line[2] == '-' && line[3] != '-') o.short_name = line[3];
+        const auto name_end = line.find_first_of(" =", dashes);
+        o.name = line.substr(dashes + 2, name_end - dashes - 2);
+        if (name_end != std::string::npos && line.size() > name_end + 1 && line[name_end + 1] != ' ')
+            o.value = line.substr(name_end + 1, line.find(' ', name_end + 1) - name_end - 1);
+        out.push_back(o);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: the bash completion offers the subcommands and the options each one takes")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const fs::path completion = source_tree() / "tools/zklock.bash-completion";
+        REQUIRE_MESSAGE(fs::exists(completion), completion);
+
+        // The options --help lists, and which subcommand takes each, as the binary itself says: an
+        // option it refuses is "does not apply" or "applies only", any other outcome (a bad path
+        // here) means it took the option.
+        process help;
+        launch(help, s, "help", {"--help"});
+        REQUIRE(co_await finish(help) == 0);
+        const auto options = help_options(help.out());
+        REQUIRE(options.size() >= 20);
+        const std::map<std::string, std::string> sample{{"DURATION", "1s"}, {"N", "1"},        {"FILE", "/dev/null"},
+                                                        {"TEXT", "x"},      {"NAMES", "kazoo"}, {"H:P,...", "127.0.0.1:1"},
+                                                        {"CMDLINE", "true"}};
+        const std::vector<std::string> modes{"", "list", "elect", "leader", "revoke"};
+        std::map<std::string, std::set<std::string>> takes;
+        int n = 0;
+        for (const auto& mode : modes)
+            for (const auto& o : options) {
+                std::vector<std::string> args;
+                if (!mode.empty()) args.push_back(mode);
+                args.push_back("--" + o.name);
+                if (!o.value.empty()) {
+                    REQUIRE_MESSAGE(sample.contains(o.value), o.value);
+                    args.push_back(sample.at(o.value));
+                }
+                args.push_back("relative");
+                process p;
+                launch(p, s, "takes" + std::to_string(n++), args);
+                co_await finish(p);
+                const auto err = p.err();
+                if (err.find("does not apply") == std::string::npos && err.find("applies only") == std::string::npos)
+                    takes[mode].insert("--" + o.name);
+            }
+        CHECK(takes[""].contains("--semaphore"));
+        CHECK_FALSE(takes["elect"].contains("--semaphore"));
+        CHECK(takes["list"].contains("--json"));
+
+        // The completion, asked as bash asks it: one line per case, the words offered after a tab.
+        const std::string script =
+            "source '" + completion.string() + "' || exit 9\n"
+            "t() { COMP_WORDS=(\"$@\"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _zklock;"
+            " printf '%s\\n' \"${COMPREPLY[*]}\"; }\n"
+            "complete -p zklock | grep -q -- '-F _zklock' || exit 8\n"
+            "t zklock ''\n"
+            "t zklock l\n"
+            "t zklock --\n"
+            "t zklock list --\n"
+            "t zklock elect --\n"
+            "t zklock leader --\n"
+            "t zklock revoke --\n"
+            "t zklock elect --names ''\n"
+            "t zklock elect --names = ku\n"
+            "t zklock -w 5s /l ech\n"
+            "t zklock -sn /l -- ech\n"
+            "t zklock /l -\n"
+            "t zklock --servers h:1 -c ''\n";
+        process b;
+        start(b, s, "bash", {"/bin/bash", "--norc", "--noprofile", "-c", script});
+        REQUIRE(co_await finish(b) == 0);
+        CAPTURE(b.out());
+        CAPTURE(b.err());
+        CHECK(b.err().empty());
+        const auto out = lines_of(b.out());
+        REQUIRE(out.size() == 13);
+        auto words = [](const std::string& line) {
+            std::set<std::string> w;
+            std::istringstream in(line);
+            for (std::string x; in >> x;) w.insert(x);
+            return w;
+        };
+        CHECK(words(out[0]) == std::set<std::string>{"list", "elect", "leader", "revoke"});
+        CHECK(words(out[1]) == std::set<std::string>{"list", "leader"});
+        CHECK(words(out[2]) == takes[""]);
+        CHECK(words(out[3]) == takes["list"]);
+        CHECK(words(out[4]) == takes["elect"]);
+        CHECK(words(out[5]) == takes["leader"]);
+        CHECK(words(out[6]) == takes["revoke"]);
+        CHECK(words(out[7]) == std::set<std::string>{"curator-selector", "curator-latch", "kazoo"});
+        CHECK(words(out[8]).empty());  // "ku" matches none
+        CHECK(words(out[9]).contains("echo"));  // COMMAND, after the lock path
+        CHECK(words(out[10]).contains("echo"));
+        CHECK(words(out[11]) == takes[""]);  // options may still come after LOCKPATH
+        CHECK(words(out[12]).contains("echo"));  // -c: a command line, starting with a command
+    });
+}
+
+TEST_CASE("zklock cli: the man page installs, renders, lints clean and documents every option and status")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const fs::path page = source_tree() / "docs/zklock.1";
+        REQUIRE_MESSAGE(fs::exists(page), page);
+        process which;
+        const int man_found = co_await shell(which, s, "which-man", "command -v man && command -v groff");
+        REQUIRE_MESSAGE(man_found == 0, "man or groff is missing: scripts/install-deps.sh --test installs man-db");
+
+        // Installed (the whole project, into a scratch prefix) where man finds it, with the completion.
+        const std::string cmake = cmake_cache("CMAKE_COMMAND");
+        REQUIRE_FALSE(cmake.empty());
+        const std::string prefix = s / "prefix";
+        process install;
+        start(install, s, "install", {cmake, "--install", build_tree().string(), "--prefix", prefix});
+        REQUIRE_MESSAGE(co_await finish(install, 60s) == 0, install.err());
+        const std::string man_dir = prefix + "/share/man";
+        CHECK(fs::exists(man_dir + "/man1/zklock.1"));
+        CHECK(fs::exists(prefix + "/share/bash-completion/completions/zklock"));
+        CHECK(fs::exists(prefix + "/bin/zklock"));
+        process where, render;
+        const std::vector<std::string> man_env{"MANPATH=" + man_dir, "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat"};
+        CHECK(co_await shell(where, s, "man-w", "man -w zklock", man_env) == 0);
+        CHECK(where.out() == man_dir + "/man1/zklock.1\n");
+        CHECK(co_await shell(render, s, "man", "man zklock", man_env) == 0);
+        const auto text = render.out();
+        CAPTURE(render.err());
+        for (const char* section : {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS", "EXAMPLES"})
+            CHECK_MESSAGE(text.find("\n" + std::string(section) + "\n") != std::string::npos, section);
+        CHECK(text.find("zklock revoke") != std::string::npos);
+
+        // The lint: groff's warnings, none.
+        process lint;
+        const std::vector<std::string> lint_env{"LC_ALL=C.UTF-8", "MANROFFSEQ=", "MANWIDTH=80"};
+        const std::string lint_script = "man --warnings -E UTF-8 -l '" + page.string() + "' 2>&1 >/dev/null";
+        CHECK(co_await shell(lint, s, "lint", lint_script, lint_env) == 0);
+        CHECK_MESSAGE(lint.out().empty(), lint.out());
+
+        // --help and the man page agree: every option (with its short name), every exit status,
+        // every environment variable, and the version.
+        process help, version;
+        launch(help, s, "help", {"--help"});
+        REQUIRE(co_await finish(help) == 0);
+        const auto options = help_options(help.out());
+        REQUIRE(options.size() >= 20);
+        for (const auto& o : options) {
+            CHECK_MESSAGE(text.find("--" + o.name) != std::string::npos, o.name);
+            if (o.short_name)
+                CHECK_MESSAGE(text.find("-" + std::string(1, o.short_name) + ", --" + o.name) != std::string::npos, o.name);
+        }
+        int codes = 0;
+        for (const auto& line : lines_of(help.out()))
+            if (line.size() > 4 && line.rfind("  ", 0) == 0 && std::isdigit(static_cast<unsigned char>(line[2]))) {
+                const std::string code = line.substr(2, line.find(' ', 2) - 2);
+                if (code.find('-') != std::string::npos) continue;  // "0-255": an en dash in the page
+                ++codes;
+                CHECK_MESSAGE(text.find("\n       " + code + " ") != std::string::npos, code);
+            }
+        CHECK(codes >= 10);
+        for (const char* var : {"ZK_SERVERS", "ZKLOCK_TLS_CA", "ZKLOCK_TLS_CERT", "ZKLOCK_TLS_KEY", "ZKLOCK_FENCING_TOKEN",
+                                "ZKLOCK_NODE"})
+            CHECK_MESSAGE(text.find(var) != std::string::npos, var);
+        launch(version, s, "version", {"--version"});
+        REQUIRE(co_await finish(version) == 0);
+        const auto first_lines = lines_of(slurp(page));
+        const auto th = std::find_if(first_lines.begin(), first_lines.end(), [](const std::string& l) { return l.rfind(".TH ", 0) == 0; });
+        REQUIRE(th != first_lines.end());
+        CHECK_MESSAGE(th->find("\"" + lines_of(version.out()).at(0) + "\"") != std::string::npos, *th);
+    });
+}
