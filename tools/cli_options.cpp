@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +27,8 @@ enum applies_to : unsigned {
     to_list = 2,
     to_elect = 4,
     to_leader = 8,
-    to_all = to_run | to_list | to_elect | to_leader,
+    to_revoke = 16,
+    to_all = to_run | to_list | to_elect | to_leader | to_revoke,
 };
 
 struct option_spec {
@@ -37,7 +39,7 @@ struct option_spec {
     unsigned applies;  // applies_to bits
 };
 
-constexpr std::array<option_spec, 17> specs{{
+constexpr std::array<option_spec, 22> specs{{
     {"servers", 0, "H:P,...",
      "ZooKeeper servers, optionally followed by a chroot (h1:2181,h2:2181/app). Default: $ZK_SERVERS, "
      "else 127.0.0.1:2181.",
@@ -47,7 +49,16 @@ constexpr std::array<option_spec, 17> specs{{
      "Default: wait until acquired.",
      to_run | to_elect},
     {"try", 'n', "", "Fail at once (status 75) if the lock is taken (elect: if someone leads).", to_run | to_elect},
+    {"conflict-exit-code", 'E', "N",
+     "The exit status when the lock (elect: leadership) is not acquired, --try or --timeout failing, instead "
+     "of 75 (0..255).",
+     to_run | to_elect},
     {"shared", 's', "", "Take the lock shared (a reader): shared holders exclude only exclusive ones.", to_run},
+    {"semaphore", 0, "N",
+     "Hold one of N permits of a counting semaphore at LOCKPATH instead of the lock: at most N holders at "
+     "once, in queue order. Every user of LOCKPATH gives the same N. Excludes --shared.",
+     to_run},
+    {"command", 'c', "CMDLINE", "Run CMDLINE with /bin/sh -c, instead of COMMAND [ARGS...].", to_run | to_elect},
     {"session-timeout", 0, "DURATION",
      "ZooKeeper session timeout (default 10s; the server clamps it to 2..20 ticks, and zklock warns when it "
      "did). If zklock cannot reach a server for this long, the lock (leadership) is lost.",
@@ -55,8 +66,8 @@ constexpr std::array<option_spec, 17> specs{{
     {"connect-timeout", 0, "DURATION",
      "Give up (status 69) if no server accepts a session within DURATION (default 10s).", to_all},
     {"kill-after", 0, "DURATION",
-     "When the lock (leadership) is lost, COMMAND gets SIGTERM, then SIGKILL if it still runs DURATION later "
-     "(default 5s).",
+     "When the lock (leadership) is lost or revoked, COMMAND gets SIGTERM, then SIGKILL if it still runs "
+     "DURATION later (default 5s).",
      to_run | to_elect},
     {"tls", 0, "",
      "Reach the servers over TLS (the ports of their secureClientPort), trusting the system's CAs unless "
@@ -79,10 +90,12 @@ constexpr std::array<option_spec, 17> specs{{
      to_elect},
     {"watch", 0, "", "leader: print each change of leader, one line each, until SIGINT, SIGTERM, SIGHUP or SIGQUIT (status 0).",
      to_leader},
+    {"json", 0, "", "list: print the queue as one JSON document.", to_list},
     {"verbose", 'v', "",
-     "Report progress (connected and the session timeout granted, queued and how many ahead, acquired, released) "
-     "on stderr.",
+     "Report progress (connected and the session timeout granted, waiting and how many ahead when the lock is "
+     "not granted at once, acquired, released) on stderr.",
      to_all},
+    {"version", 'V', "", "Print the version and exit.", to_all},
     {"help", 'h', "", "Print this help and exit.", to_all},
 }};
 
@@ -101,10 +114,12 @@ const option_spec* find_short(char c)
 }
 
 constexpr std::string_view usage_line =
-    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock list [OPTIONS] LOCKPATH | "
-    "zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | zklock leader [OPTIONS] PATH | zklock --help";
+    "usage: zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...] | zklock [OPTIONS] LOCKPATH -c CMDLINE | "
+    "zklock list [OPTIONS] LOCKPATH | zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...] | "
+    "zklock leader [OPTIONS] PATH | zklock revoke [OPTIONS] LOCKPATH | zklock --help | zklock --version";
 constexpr std::string_view elect_usage = "usage: zklock elect [OPTIONS] PATH [--] COMMAND [ARGS...]";
 constexpr std::string_view leader_usage = "usage: zklock leader [--watch] [OPTIONS] PATH";
+constexpr std::string_view revoke_usage = "usage: zklock revoke [OPTIONS] LOCKPATH";
 
 /// The subcommand word a mode is named by on the command line ("" for run).
 std::string_view subcommand_name(mode m)
@@ -113,6 +128,7 @@ std::string_view subcommand_name(mode m)
     case mode::list: return "list";
     case mode::elect: return "elect";
     case mode::leader: return "leader";
+    case mode::revoke: return "revoke";
     default: return "";
     }
 }
@@ -123,6 +139,7 @@ unsigned applies_bit(mode m)
     case mode::list: return to_list;
     case mode::elect: return to_elect;
     case mode::leader: return to_leader;
+    case mode::revoke: return to_revoke;
     default: return to_run;
     }
 }
@@ -132,18 +149,28 @@ std::string not_applicable(const option_spec& spec, mode m)
 {
     const std::string flag = "option '--" + std::string(spec.long_name) + "'";
     if (m == mode::run) {
-        for (mode other : {mode::elect, mode::leader, mode::list})
+        for (mode other : {mode::elect, mode::leader, mode::list, mode::revoke})
             if (spec.applies == applies_bit(other))
                 return flag + " applies only to 'zklock " + std::string(subcommand_name(other)) + "'";
         return flag + " does not apply to 'zklock LOCKPATH COMMAND'";
     }
     std::string message = flag + " does not apply to 'zklock " + std::string(subcommand_name(m)) + "'";
     if (m == mode::elect && spec.long_name == "owner") message += " (use --value)";
-    if (m == mode::elect && spec.long_name == "shared") message += " (leadership is exclusive)";
+    if (m == mode::elect && (spec.long_name == "shared" || spec.long_name == "semaphore"))
+        message += " (leadership is exclusive)";
     return message;
 }
 
 parse_result fail(std::string message) { return {std::nullopt, std::move(message)}; }
+
+/// A whole decimal number within [min, max], nothing else ("+1", " 1", "1x" are refused).
+std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t min, std::uint64_t max)
+{
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n < min || n > max) return std::nullopt;
+    return n;
+}
 
 }  // namespace
 
@@ -187,13 +214,13 @@ std::string format_duration(std::chrono::milliseconds d)
 // stop reading options at COMMAND, as flock(1), env(1) and POSIX utilities do. Program_options'
 // only hook for that (extra_style_parser) is also called on candidate option values as a probe
 // (cmdline::finish_option), so a parser that counts operands would have to tell probes from real
-// tokens by the address of a vector internal to Program_options. A dozen options do not need a library:
-// this table-driven parser is short, has no hidden rules (no abbreviations, no interleaving) and
-// produces one-line messages.
+// tokens by the address of a vector internal to Program_options. Twenty-odd options do not need a
+// library: this table-driven parser is short, has no hidden rules (no abbreviations, no
+// interleaving) and produces one-line messages.
 //
 // Syntax: options (--name VALUE, --name=VALUE, -w VALUE, -wVALUE, -sn grouped flags) come before
-// the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader")
-// followed by a path. In run and elect modes the operand after the path starts COMMAND: it and
+// the operands. The first operand is LOCKPATH, or a subcommand word ("list", "elect", "leader",
+// "revoke") followed by a path. In run and elect modes the operand after the path starts COMMAND: it and
 // everything after it are COMMAND's, options or not. "--" ends the options explicitly. Each
 // option says which modes take it; any other mode refuses it by name.
 environment environment::of_process()
@@ -239,7 +266,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
 
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        // After LOCKPATH (run) or PATH (elect) comes COMMAND; list and leader take no COMMAND.
+        // After LOCKPATH (run) or PATH (elect) comes COMMAND; list, leader and revoke take no COMMAND.
         const bool command_next = (what == mode::run || what == mode::elect) && operands.size() == 1;
         if (arg == "--") {
             for (++i; i < argc; ++i) operands.emplace_back(argv[i]);
@@ -286,6 +313,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
             if (arg == "list") what = mode::list;
             else if (arg == "elect") what = mode::elect;
             else if (arg == "leader") what = mode::leader;
+            else if (arg == "revoke") what = mode::revoke;
             if (what != mode::run) continue;
         }
         operands.emplace_back(arg);
@@ -302,10 +330,11 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
     if (set(env.tls_ca)) o.tls_ca = env.tls_ca;
     if (set(env.tls_cert)) o.tls_cert = env.tls_cert;
     if (set(env.tls_key)) o.tls_key = env.tls_key;
+    std::optional<std::string> shell_command;  // -c CMDLINE
     for (auto& [spec, value] : given) {
         const std::string_view name = spec->long_name;
-        if (name == "help") {
-            o.what = mode::help;
+        if (name == "help" || name == "version") {
+            o.what = name == "help" ? mode::help : mode::version;
             return {o, {}};
         }
         if (!(spec->applies & applies_bit(what))) return fail(not_applicable(*spec, what));
@@ -332,6 +361,18 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
                 return fail("invalid --names '" + value + "' (expected curator-latch, kazoo or curator-selector)");
             o.names = *names;
         }
+        else if (name == "conflict-exit-code") {
+            const auto n = parse_number(value, 0, 255);
+            if (!n) return fail("invalid --conflict-exit-code '" + value + "' (expected a number from 0 to 255)");
+            o.conflict_exit_code = static_cast<int>(*n);
+        }
+        else if (name == "semaphore") {
+            const auto n = parse_number(value, 1, UINT32_MAX);
+            if (!n) return fail("invalid --semaphore '" + value + "' (expected a number of permits, 1 or more)");
+            o.permits = static_cast<std::uint32_t>(*n);
+        }
+        else if (name == "command") shell_command = value;
+        else if (name == "json") o.json = true;
         else if (name == "watch") o.watch = true;
         else if (name == "tls") o.tls = true;
         else if (name == "tls-ca") o.tls_ca = value;
@@ -342,6 +383,7 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
         else if (name == "verbose") o.verbose = true;
     }
     if (o.try_only && o.timeout) return fail("--try and --timeout exclude each other");
+    if (o.shared && o.permits) return fail("--shared and --semaphore exclude each other");
     o.tls = o.tls || !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
     if (o.tls_cert.empty() != o.tls_key.empty())
         return fail(o.tls_cert.empty() ? "--tls-key needs --tls-cert (or $ZKLOCK_TLS_CERT)"
@@ -354,13 +396,21 @@ parse_result parse_command_line(int argc, const char* const* argv, const environ
     if (operands.empty()) {
         if (what == mode::elect) return fail("missing election PATH; " + std::string(elect_usage));
         if (what == mode::leader) return fail("missing election PATH; " + std::string(leader_usage));
+        if (what == mode::revoke) return fail("missing LOCKPATH; " + std::string(revoke_usage));
         return fail(std::string("missing LOCKPATH; ") + std::string(usage_line));
     }
     o.path = operands[0];
-    if (what == mode::list) {
-        if (operands.size() > 1) return fail("'zklock list' takes one LOCKPATH; unexpected '" + operands[1] + "'");
+    if (what == mode::list || what == mode::revoke) {
+        if (operands.size() > 1)
+            return fail("'zklock " + std::string(subcommand_name(what)) + "' takes one LOCKPATH; unexpected '" +
+                        operands[1] + "'");
     } else if (what == mode::leader) {
         if (operands.size() > 1) return fail("'zklock leader' takes one PATH; unexpected '" + operands[1] + "'");
+    } else if (shell_command) {
+        // As flock(1)'s -c: one argument, the whole command line.
+        if (operands.size() > 1)
+            return fail("-c takes the whole shell command as one argument: quote it (unexpected '" + operands[1] + "')");
+        o.command = {"/bin/sh", "-c", *shell_command};
     } else if (operands.size() < 2) {
         if (what == mode::elect) return fail("missing COMMAND to run while leading; " + std::string(elect_usage));
         return fail(std::string("missing COMMAND to run under the lock; ") + std::string(usage_line));
@@ -383,22 +433,28 @@ std::string help_text()
          "\n"
          "SYNOPSIS\n"
          "  zklock [OPTIONS] LOCKPATH [--] COMMAND [ARGS...]\n"
-         "  zklock list [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
+         "  zklock [OPTIONS] LOCKPATH -c CMDLINE\n"
+         "  zklock list [--json] [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
          "  zklock elect [--value TEXT] [--names NAMES] [OPTIONS] PATH [--] COMMAND [ARGS...]\n"
          "  zklock leader [--watch] [--servers H:P,...] [--connect-timeout DURATION] PATH\n"
-         "  zklock --help\n"
+         "  zklock revoke [--servers H:P,...] [--connect-timeout DURATION] LOCKPATH\n"
+         "  zklock --help | --version\n"
          "\n"
          "DESCRIPTION\n"
          "  Waits in LOCKPATH's queue (first come, first served), runs COMMAND while holding the lock,\n"
          "  releases it when COMMAND ends and exits with COMMAND's status (128+N if a signal N killed it).\n"
          "  COMMAND gets ZKLOCK_FENCING_TOKEN (a number that increases with every grant of LOCKPATH:\n"
          "  pass it to what you protect and have it refuse smaller ones) and ZKLOCK_NODE (our queue node).\n"
-         "  Options end at COMMAND: what follows LOCKPATH is COMMAND's, options or not.\n"
+         "  Options end at COMMAND: what follows LOCKPATH is COMMAND's, options or not. With -c, CMDLINE\n"
+         "  runs with /bin/sh -c. With --semaphore N, zklock holds one of N permits instead of the lock.\n"
          "  SIGINT, SIGTERM, SIGHUP or SIGQUIT while waiting leave the queue and exit 80. While COMMAND runs\n"
          "  they, SIGUSR1 and SIGUSR2 are passed on to it (not those the terminal already sent it).\n"
          "  If the lock is lost while COMMAND runs (session expired, node deleted), COMMAND gets SIGTERM,\n"
-         "  SIGKILL after --kill-after, and zklock exits 79.\n"
-         "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, node, age, owner.\n"
+         "  SIGKILL after --kill-after, and zklock exits 79. If a revocation request ('zklock revoke') reaches\n"
+         "  it while COMMAND runs, COMMAND gets SIGTERM, SIGKILL after --kill-after, and zklock releases the\n"
+         "  lock and exits 81.\n"
+         "  'zklock list' prints LOCKPATH's queue: position, holder or waiting, kind, library, recipe, node,\n"
+         "  age, owner (with --json, one JSON document).\n"
          "  'zklock elect' campaigns in the election at PATH with --value (default HOST:PID), runs COMMAND\n"
          "  while it leads, resigns when COMMAND ends and exits with COMMAND's status; everything above\n"
          "  holds for it as for a lock (--try, --timeout, signals, 79 when leadership is lost, the\n"
@@ -406,6 +462,9 @@ std::string help_text()
          "  'zklock leader' prints PATH's leader (node, library, age, value), or says on stderr that\n"
          "  nobody leads and exits 75; with --watch it prints a line at once and one per change of\n"
          "  leader (or of its value), until SIGINT, SIGTERM, SIGHUP or SIGQUIT end it with status 0.\n"
+         "  'zklock revoke' asks every zklock holder of LOCKPATH (every shared holder, every permit holder;\n"
+         "  elect: the leader) to let go, by writing a revocation request into its node; it exits 0 once\n"
+         "  written, 75 if no holder could be asked. Nodes of other libraries are left alone.\n"
          "\n"
          "OPTIONS\n";
     for (auto& s : specs) {
@@ -433,14 +492,16 @@ std::string help_text()
          "  69     no ZooKeeper server within --connect-timeout, or a ZooKeeper error before COMMAND ran\n"
          "  70     internal error\n"
          "  71     operating system error (signal setup; leader --watch: stdout not writable)\n"
-         "  75     lock not acquired: taken (--try), or --timeout passed; elect: someone leads (--try), or\n"
-         "         --timeout passed; leader: nobody leads\n"
+         "  75     lock not acquired: taken (--try), or --timeout passed (another status with -E); elect:\n"
+         "         someone leads (--try), or --timeout passed; leader: nobody leads; revoke: no holder\n"
          "  79     lock (leadership) lost while COMMAND ran; COMMAND was terminated\n"
          "  80     interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while connecting or waiting; we left the queue\n"
+         "  81     a revocation request ended COMMAND (SIGTERM, SIGKILL after --kill-after); lock released\n"
          "  126    COMMAND could not be executed\n"
          "  127    COMMAND not found\n"
          "  'zklock list': 0 (also for an empty or missing lock), 64, 69.\n"
-         "  'zklock leader': 0 (a leader printed; --watch: ended by a signal), 75 (nobody leads), 64, 69.\n";
+         "  'zklock leader': 0 (a leader printed; --watch: ended by a signal), 75 (nobody leads), 64, 69.\n"
+         "  'zklock revoke': 0 (every holder asked), 75 (no holder to ask), 64, 69.\n";
     return h;
 }
 

@@ -4,6 +4,7 @@
 #include <zklock/election.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,9 +22,12 @@ inline constexpr int unavailable = 69;     ///< EX_UNAVAILABLE: no server within
 inline constexpr int internal = 70;        ///< EX_SOFTWARE: a bug (unexpected exception)
 inline constexpr int os_error = 71;        ///< EX_OSERR: a system call failed (signalfd, ...)
 inline constexpr int not_acquired = 75;    ///< EX_TEMPFAIL: --try found the lock taken (or a leader), or --timeout passed
+                                           ///< (the default of --conflict-exit-code)
 inline constexpr int no_leader = 75;       ///< EX_TEMPFAIL: `zklock leader` found nobody leading (a later look may)
+inline constexpr int no_holder = 75;       ///< EX_TEMPFAIL: `zklock revoke` found no holder to ask
 inline constexpr int lock_lost = 79;       ///< the lock (or leadership) was lost while COMMAND ran; COMMAND was terminated
 inline constexpr int interrupted = 80;     ///< SIGINT/SIGTERM/SIGHUP/SIGQUIT while connecting, waiting or campaigning
+inline constexpr int revoked = 81;         ///< a revocation request (`zklock revoke`) ended COMMAND; the lock was released
 inline constexpr int cannot_execute = 126; ///< COMMAND found but could not be executed (as in sh, env, timeout)
 inline constexpr int not_found = 127;      ///< COMMAND not found
 }  // namespace exit_status
@@ -33,17 +37,21 @@ enum class mode {
     list,    ///< zklock list [options] LOCKPATH
     elect,   ///< zklock elect [options] PATH [--] COMMAND [ARGS...]
     leader,  ///< zklock leader [options] PATH
+    revoke,  ///< zklock revoke [options] LOCKPATH
     help,    ///< zklock --help
+    version, ///< zklock --version
 };
 
 struct options {
     mode what = mode::run;
     std::string servers;
     std::string path;  ///< LOCKPATH, or the election's PATH
-    std::vector<std::string> command;
+    std::vector<std::string> command;  ///< COMMAND [ARGS...], or {"/bin/sh", "-c", CMDLINE} for -c
     std::optional<std::chrono::milliseconds> timeout;  ///< none: wait until acquired
     bool try_only = false;
+    int conflict_exit_code = exit_status::not_acquired;  ///< -E: the status when --try or --timeout fails
     bool shared = false;
+    std::uint32_t permits = 0;  ///< --semaphore N: hold one of N permits (0: a lock)
     std::chrono::milliseconds session_timeout{10'000};
     bool session_timeout_given = false;  ///< --session-timeout was on the command line
     std::chrono::milliseconds connect_timeout{10'000};
@@ -52,6 +60,7 @@ struct options {
     std::string value;  ///< elect: the candidate's value; empty: the library's "<host>:<pid>"
     zklock::election_names names = zklock::election_names::curator_selector;  ///< elect: --names
     bool watch = false;  ///< leader: --watch
+    bool json = false;   ///< list: --json
     bool verbose = false;
     bool tls = false;  ///< --tls, or any --tls-* option or variable given
     std::string tls_ca, tls_cert, tls_key;

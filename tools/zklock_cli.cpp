@@ -1,7 +1,7 @@
-// zklock — run a command while holding a fair ZooKeeper lock (like flock(1), `etcdctl lock`,
-// `consul lock`), list a lock's queue, run a command while leading an election (`etcdctl elect`)
-// and show or follow an election's leader. `zklock --help` and tools/README.md describe it; the
-// exit statuses are in cli_options.hpp.
+// zklock — run a command while holding a fair ZooKeeper lock or a semaphore's permit (like
+// flock(1), `etcdctl lock`, `consul lock`), list a lock's queue, ask its holders to let go, run a
+// command while leading an election (`etcdctl elect`) and show or follow an election's leader.
+// docs/zklock.1 and `zklock --help` describe it; the exit statuses are in cli_options.hpp.
 //
 // Everything runs on one io_context thread: the ZooKeeper session (the library drives the
 // single-threaded C client from the reactor), the signals (a signalfd) and COMMAND's end (SIGCHLD
@@ -18,6 +18,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -149,14 +152,37 @@ awaitable<connect_outcome> connect(zklock::session& zk, const cli::options& o, c
     co_return connect_outcome{true, 0};
 }
 
+/// What the run waits for, in --verbose's words: "the exclusive lock on /p", "one of the 3
+/// permits of /p", "the leadership of /p".
+std::string wanted(const cli::options& o)
+{
+    if (o.what == cli::mode::elect) return "the leadership of " + o.path;
+    if (o.permits) return "one of the " + std::to_string(o.permits) + " permits of " + o.path;
+    return (o.shared ? "a shared lock on " : "the exclusive lock on ") + o.path;
+}
+
 /// --verbose: the waiter's place in the queue as it changes, "waiting: 12 ahead". On a terminal one
 /// progress line rewritten in place; otherwise (a pipe, a log file) one plain line per change.
+/// Nothing at all when the grant comes at once: the first line comes from the acquire's first
+/// listing that leaves it waiting (lock_options::on_queued).
 struct queue_progress {
+    explicit queue_progress(std::string what) : what(std::move(what)) {}
+    std::string what;        // wanted(): what we wait for
     bool tty = ::isatty(2) == 1;
     bool line_open = false;  // a progress line without its newline is on the terminal
     std::string node;        // our queue node, once an acquire has queued it
     std::optional<std::size_t> shown;
 
+    /// The acquire looked at the queue and waits: say so the first time, then where we are.
+    void queued(std::string_view queued_node, std::size_t ahead)
+    {
+        if (node.empty()) {
+            const auto slash = queued_node.rfind('/');
+            say("waiting for %s (node %s)", what.c_str(), std::string(queued_node.substr(slash + 1)).c_str());
+        }
+        node = queued_node;
+        report(ahead);
+    }
     void report(std::size_t ahead)
     {
         if (shown == ahead) return;
@@ -210,9 +236,13 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& z
 
 /// elect: campaigns with --value until we lead, as --try or --timeout say. The leadership is
 /// handed on as the lease it is (what COMMAND's supervision needs of it).
-awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, const cli::options& o)
+awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, const cli::options& o,
+                                                          const std::shared_ptr<queue_progress>& progress)
 {
-    zklock::election e{zk, o.path, zklock::election_options{o.names}};
+    zklock::election_options options{o.names};
+    if (progress)
+        options.on_queued = [progress](std::string_view node, std::size_t ahead) { progress->queued(node, ahead); };
+    zklock::election e{zk, o.path, std::move(options)};
     // A timeout <= 0 campaigns only if nobody leads now: --try, and --timeout 0 as for a lock.
     std::tuple<error_code, zklock::leadership> r;
     if (o.try_only) r = co_await e.async_campaign(o.value, std::chrono::milliseconds::zero(), tuple);
@@ -222,18 +252,26 @@ awaitable<std::tuple<error_code, zklock::lease>> campaign(zklock::session& zk, c
     co_return std::tuple<error_code, zklock::lease>(ec, std::move(leadership));
 }
 
+/// Acquires (campaigns) as the options say; with --verbose (`progress`), the place in the queue
+/// while it waits. --try never waits: nothing to show.
 awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, const cli::options& o,
                                                          const std::shared_ptr<queue_progress>& progress)
 {
-    // A campaign has no on_queued hook (election takes no lock_options): no place in the queue to show.
-    if (o.what == cli::mode::elect) co_return co_await campaign(zk, o);
+    const bool elect = o.what == cli::mode::elect;
+    if (!progress || o.try_only) {
+        if (elect) co_return co_await campaign(zk, o, nullptr);
+        zklock::lock_options lock_options;
+        lock_options.owner_info = o.owner;
+        co_return co_await acquire_once(zk, o, std::move(lock_options));
+    }
+    if (elect) {
+        auto r = co_await (campaign(zk, o, progress) || poll_queue(zk, o, progress));
+        progress->end_line();
+        co_return std::move(std::get<0>(r));
+    }
     zklock::lock_options lock_options;
     lock_options.owner_info = o.owner;
-    if (!progress || o.try_only) co_return co_await acquire_once(zk, o, std::move(lock_options));
-    lock_options.on_queued = [progress](std::string_view node, std::size_t ahead) {
-        progress->node = node;
-        progress->report(ahead);
-    };
+    lock_options.on_queued = [progress](std::string_view node, std::size_t ahead) { progress->queued(node, ahead); };
     auto r = co_await (acquire_once(zk, o, std::move(lock_options)) || poll_queue(zk, o, progress));
     progress->end_line();
     co_return std::move(std::get<0>(r));
@@ -242,6 +280,12 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire(zklock::session& zk, co
 awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& zk, const cli::options& o,
                                                               zklock::lock_options lock_options)
 {
+    if (o.permits) {
+        zklock::semaphore sem{zk, o.path, o.permits, lock_options};
+        if (o.try_only) co_return co_await sem.async_try_acquire(tuple);
+        if (o.timeout) co_return co_await sem.async_acquire(*o.timeout, tuple);
+        co_return co_await sem.async_acquire(tuple);
+    }
     if (o.shared) {
         zklock::shared_mutex m{zk, o.path, lock_options};
         if (o.try_only) co_return co_await m.async_try_acquire_shared(tuple);
@@ -254,23 +298,30 @@ awaitable<std::tuple<error_code, zklock::lease>> acquire_once(zklock::session& z
     co_return co_await m.async_acquire(tuple);
 }
 
-/// Shared by COMMAND's supervision loop and the handlers that react to losing the lock.
+/// Shared by COMMAND's supervision loop and the handlers that react to losing the lock or to a
+/// revocation request.
 struct supervision {
     explicit supervision(asio::any_io_executor ex) : kill_timer(std::move(ex)) {}
     cli::child_process child;
     asio::steady_timer kill_timer;
-    error_code lost;  ///< why the lock was lost while COMMAND ran (empty: it was not)
+    error_code lost;          ///< why the lock was lost while COMMAND ran (empty: it was not)
+    bool revoked = false;     ///< a revocation request asked us to let go while COMMAND ran
+    bool terminating = false; ///< COMMAND has been sent SIGTERM (and the SIGKILL timer started)
 };
 
-/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
-/// leadership is a lost lease too, and treated the same way.
-void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
+/// "the lock on /p", "a permit of /p", "the leadership of /p": what was held, in messages.
+std::string held(const cli::options& o)
 {
-    // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
-    if (reason == asio::error::operation_aborted || !sv->child.running()) return;
-    sv->lost = reason;
-    say("lost %s %s (%s); sending SIGTERM to COMMAND (pid %d)", o.what == cli::mode::elect ? "the leadership of" : "the lock on",
-        o.path.c_str(), reason.message().c_str(), static_cast<int>(sv->child.pid()));
+    if (o.what == cli::mode::elect) return "the leadership of " + o.path;
+    if (o.permits) return "a permit of " + o.path;
+    return "the lock on " + o.path;
+}
+
+/// SIGTERM to COMMAND now, SIGKILL after --kill-after if it still runs; once only.
+void terminate_command(const std::shared_ptr<supervision>& sv, const cli::options& o)
+{
+    if (sv->terminating) return;
+    sv->terminating = true;
     sv->child.signal(SIGTERM);
     sv->kill_timer.expires_after(o.kill_after);
     sv->kill_timer.async_wait([sv, grace = o.kill_after](error_code ec) {
@@ -279,6 +330,36 @@ void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cl
             cli::format_duration(grace).c_str());
         sv->child.signal(SIGKILL);
     });
+}
+
+/// A lease loss while COMMAND runs: SIGTERM now, SIGKILL after the grace period. A lost
+/// leadership is a lost lease too, and treated the same way.
+void on_lost(const std::shared_ptr<supervision>& sv, error_code reason, const cli::options& o)
+{
+    // operation_aborted: released; otherwise, once COMMAND has ended the loss is our own close.
+    if (reason == asio::error::operation_aborted || !sv->child.running()) return;
+    sv->lost = reason;
+    if (sv->terminating) {
+        say("lost %s (%s) while COMMAND (pid %d) was ending", held(o).c_str(), reason.message().c_str(),
+            static_cast<int>(sv->child.pid()));
+        return;
+    }
+    say("lost %s (%s); sending SIGTERM to COMMAND (pid %d)", held(o).c_str(), reason.message().c_str(),
+        static_cast<int>(sv->child.pid()));
+    terminate_command(sv, o);
+}
+
+/// A revocation request (`zklock revoke`, or any client writing zklock::revocation_request into
+/// our node) while COMMAND runs: COMMAND is ended as on a loss, SIGTERM then SIGKILL after
+/// --kill-after, and the lock is released once it has ended. We still hold the lock meanwhile.
+void on_revocation(const std::shared_ptr<supervision>& sv, error_code ec, const cli::options& o)
+{
+    // An error: released, or lost (on_lost says so).
+    if (ec || !sv->child.running() || sv->terminating) return;
+    sv->revoked = true;
+    say("revocation of %s requested; sending SIGTERM to COMMAND (pid %d)", held(o).c_str(),
+        static_cast<int>(sv->child.pid()));
+    terminate_command(sv, o);
 }
 
 /// Forward a signal to COMMAND? Not one the terminal generated (SI_KERNEL) while COMMAND shares
@@ -291,6 +372,13 @@ bool should_forward(const signalfd_siginfo& info, const cli::child_process& chil
     if ((info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE) && static_cast<pid_t>(info.ssi_pid) == child.pid())
         return false;
     return true;
+}
+
+/// The stored permit count of a semaphore path, for a message (0: none, or unreadable).
+awaitable<std::uint32_t> stored_permits(zklock::session& zk, const std::string& path)
+{
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, path, tuple);
+    co_return ec ? 0 : listing.permits;
 }
 
 awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
@@ -312,11 +400,8 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     //    which deletes our queue node before it completes: nobody waits behind a node of ours.
     const bool elect = o.what == cli::mode::elect;
     const char* path = o.path.c_str();
-    if (o.verbose) {
-        if (elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
-        else say("waiting for %s lock %s", o.shared ? "a shared" : "the exclusive", path);
-    }
-    auto progress = o.verbose && !elect ? std::make_shared<queue_progress>() : nullptr;
+    if (o.verbose && elect) say("campaigning for %s (candidate names: %s)", path, std::string(cli::to_string(o.names)).c_str());
+    auto progress = o.verbose ? std::make_shared<queue_progress>(wanted(o)) : nullptr;
     auto acquired = co_await (acquire(zk, o, progress) || interrupt(signals));
     if (progress) progress->end_line();
     if (acquired.index() == 1) {
@@ -331,14 +416,24 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         int code = status::unavailable;
         const char* cannot = elect ? "cannot campaign for" : "cannot acquire";
         if (acquire_ec == zklock::errc::would_block) {
-            say(elect ? "%s has a leader (--try)" : "%s is taken (--try)", path);
-            code = status::not_acquired;
+            if (elect) say("%s has a leader (--try)", path);
+            else if (o.permits) say("%s has no free permit (--try)", path);
+            else say("%s is taken (--try)", path);
+            code = o.conflict_exit_code;
         } else if (acquire_ec == zklock::errc::timeout) {
             say(elect ? "timed out after %s campaigning for %s" : "timed out after %s waiting for %s",
                 cli::format_duration(*o.timeout).c_str(), path);
-            code = status::not_acquired;
+            code = o.conflict_exit_code;
         } else if (acquire_ec == zklock::errc::chroot_missing) {
             say("%s %s: %s", cannot, path, chroot_missing(o).c_str());
+        } else if (acquire_ec == zklock::errc::permit_mismatch) {
+            const auto stored = co_await stored_permits(zk, o.path);
+            if (stored) say("%s %s: it is a semaphore of %u permits, not %u (--semaphore)", cannot, path, stored, o.permits);
+            else say("%s %s: %s", cannot, path, acquire_ec.message().c_str());
+        } else if (acquire_ec == zklock::errc::recipe_mismatch) {
+            say(o.permits ? "%s %s: it is a lock, not a semaphore (drop --semaphore)"
+                          : "%s %s: it is a semaphore (add --semaphore N)",
+                cannot, path);
         } else {
             say("%s %s: %s", cannot, path, acquire_ec.message().c_str());
         }
@@ -348,6 +443,13 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     if (o.verbose)
         say("%s %s (node %s, fencing token %lld)", elect ? "leading" : "acquired", path, lease.node().c_str(),
             static_cast<long long>(lease.fencing_token()));
+
+    // A revocation request already in our node when the grant came: COMMAND does not start.
+    if (lease.revocation_requested()) {
+        say("revocation of %s requested before COMMAND started; not running it", held(o).c_str());
+        co_await zk.async_close(tuple);
+        co_return status::revoked;
+    }
 
     // 3. Run COMMAND.
     auto sv = std::make_shared<supervision>(ex);
@@ -359,6 +461,7 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
         co_return ec == boost::system::errc::no_such_file_or_directory ? status::not_found : status::cannot_execute;
     }
     lease.async_wait_lost([sv, o](error_code ec) { on_lost(sv, ec, o); });
+    lease.async_wait_revocation([sv, o](error_code ec) { on_revocation(sv, ec, o); });
 
     // 4. Until COMMAND ends: pass signals on to it.
     while (!sv->child.try_reap()) {
@@ -377,10 +480,15 @@ awaitable<int> run_locked(cli::options o, cli::inheritance inherited)
     //    to come back; a close does not wait longer than the C client's close, ~1.5 s at most, and
     //    the server drops the node at expiry anyway.)
     const bool lost = static_cast<bool>(sv->lost);
+    const char* let_go = elect ? "resigned" : "released";
     if (lost) say("COMMAND %s after the %s was lost", sv->child.describe_exit().c_str(), elect ? "leadership" : "lock");
     co_await zk.async_close(tuple);
-    if (o.verbose && !lost) say("COMMAND %s; %s %s", sv->child.describe_exit().c_str(), elect ? "resigned" : "released", path);
-    co_return lost ? status::lock_lost : sv->child.exit_status();
+    if (!lost && sv->revoked)
+        say("COMMAND %s after the revocation request; %s %s", sv->child.describe_exit().c_str(), let_go, path);
+    else if (o.verbose && !lost)
+        say("COMMAND %s; %s %s", sv->child.describe_exit().c_str(), let_go, path);
+    if (lost) co_return status::lock_lost;
+    co_return sv->revoked ? status::revoked : sv->child.exit_status();
 }
 
 // ---- zklock list ---------------------------------------------------------------------------------
@@ -404,21 +512,110 @@ std::string printable(std::string data)
     return data.empty() ? "-" : data;
 }
 
-/// A queue node's data as one line of owner information.
-std::string owner_of(std::string data)
+/// A queue node's data as owner information, as stored.
+std::string owner_data(std::string data)
 {
-    if (data == zklock::revocation_request) return "(revocation requested)";
     // Earlier zklock versions appended this holder mark to a holder's owner information.
     constexpr std::string_view mark = "\nzklock:held";
     if (data.size() >= mark.size() && data.compare(data.size() - mark.size(), mark.size(), mark) == 0)
         data.resize(data.size() - mark.size());
-    return printable(std::move(data));
+    return data;
+}
+
+/// A queue node's data as one line of owner information.
+std::string owner_of(std::string data)
+{
+    if (data == zklock::revocation_request) return "(revocation requested)";
+    return printable(owner_data(std::move(data)));
 }
 
 std::int64_t now_ms()
 {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+/// "0x100a3f2c9d10002": a session id as ZooKeeper's own tools print it.
+std::string hex_session(std::int64_t id)
+{
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(id));
+    return buf;
+}
+
+const char* state_name(zklock::queue_entry::state s)
+{
+    using st = zklock::queue_entry::state;
+    return s == st::holder ? "holder" : s == st::waiting ? "waiting" : "unknown";
+}
+
+/// list --json: the listing as one JSON object. Entry fields: those of the table (position, state,
+/// kind, library, recipe, node, age_ms, owner), and what the table leaves out (sequence,
+/// created_ms, session, revocation_requested, gone). `owner` is the node's data, null when a
+/// revocation request replaced it or the node is gone; age_ms, created_ms and session are null
+/// for a gone node. A missing lock path: exists false, no entries.
+boost::json::object listing_json(const cli::options& o, const zklock::queue_listing* listing)
+{
+    namespace json = boost::json;
+    static const std::vector<zklock::queue_entry> no_entries;
+    json::object doc;
+    doc["path"] = o.path;
+    doc["exists"] = listing != nullptr;
+    doc["permits"] = listing && listing->permits ? json::value(listing->permits) : json::value(nullptr);
+    doc["other_children"] = listing ? listing->other_children : 0;
+    json::array entries;
+    const auto now = now_ms();
+    std::size_t pos = 0;
+    for (const auto& e : listing ? listing->entries : no_entries) {
+        const bool revocation = !e.gone && e.data == zklock::revocation_request;
+        json::object j;
+        j["position"] = ++pos;
+        j["state"] = state_name(e.status);
+        j["kind"] = zklock::to_string(e.kind);
+        j["library"] = zklock::to_string(e.library);
+        j["recipe"] = e.recipe;
+        j["node"] = e.name;
+        j["sequence"] = e.sequence;
+        j["age_ms"] = e.gone ? json::value(nullptr) : json::value(std::max<std::int64_t>(now - e.stat.ctime, 0));
+        j["created_ms"] = e.gone ? json::value(nullptr) : json::value(e.stat.ctime);
+        j["session"] = e.gone ? json::value(nullptr) : json::value(hex_session(e.stat.ephemeral_owner));
+        j["owner"] = e.gone || revocation ? json::value(nullptr) : json::value(owner_data(e.data));
+        j["revocation_requested"] = revocation;
+        j["gone"] = e.gone;
+        entries.push_back(std::move(j));
+    }
+    doc["entries"] = std::move(entries);
+    return doc;
+}
+
+/// The table: POS STATE KIND LIBRARY RECIPE NODE AGE, each column as wide as its widest cell (at
+/// least as wide as it always was), then OWNER, unpadded and last (it may contain spaces).
+void print_table(const zklock::queue_listing& listing)
+{
+    constexpr std::size_t columns = 7;
+    using row = std::array<std::string, columns + 1>;
+    std::vector<row> rows;
+    rows.push_back(row{"POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE", "OWNER"});
+    const auto now = now_ms();
+    std::size_t pos = 0;
+    for (const auto& e : listing.entries) {
+        using st = zklock::queue_entry::state;
+        rows.push_back(row{std::to_string(++pos), e.status == st::unknown ? "?" : state_name(e.status),
+                           zklock::to_string(e.kind), zklock::to_string(e.library), std::string(e.recipe), e.name,
+                           e.gone ? "-" : format_age(now - e.stat.ctime), e.gone ? "(gone)" : owner_of(e.data)});
+    }
+    std::array<std::size_t, columns> width{4, 8, 9, 7, 12, 36, 8};
+    for (const auto& r : rows)
+        for (std::size_t c = 0; c < columns; ++c) width[c] = std::max(width[c], r[c].size());
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < columns; ++c) {
+            line += r[c];
+            line.append(width[c] - r[c].size() + 1, ' ');
+        }
+        line += r[columns];
+        std::printf("%s\n", line.c_str());
+    }
 }
 
 awaitable<int> run_list(cli::options o)
@@ -430,7 +627,8 @@ awaitable<int> run_list(cli::options o)
     auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
     co_await zk.async_close(tuple);
     if (ec == zklock::zk_errc::no_node) {
-        std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
+        if (o.json) std::printf("%s\n", boost::json::serialize(listing_json(o, nullptr)).c_str());
+        else std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
         co_return 0;
     }
     if (ec == zklock::errc::chroot_missing) {
@@ -441,37 +639,87 @@ awaitable<int> run_list(cli::options o)
         say("cannot list %s: %s", o.path.c_str(), ec.message().c_str());
         co_return status::unavailable;
     }
+    if (o.json) {
+        std::printf("%s\n", boost::json::serialize(listing_json(o, &listing)).c_str());
+        co_return 0;
+    }
     if (listing.entries.empty()) {
         std::printf("%s: free (no holder, nobody waiting)\n", o.path.c_str());
         co_return 0;
     }
     std::printf("%s: %zu in the queue\n", o.path.c_str(), listing.entries.size());
-    std::printf("%-4s %-8s %-9s %-7s %-12s %-36s %-8s %s\n", "POS", "STATE", "KIND", "LIBRARY", "RECIPE", "NODE", "AGE",
-                "OWNER");
-    const auto now = now_ms();
-    std::size_t pos = 0;
-    for (const auto& e : listing.entries) {
-        using st = zklock::queue_entry::state;
-        const char* state = e.status == st::holder ? "holder" : e.status == st::waiting ? "waiting" : "?";
-        const std::string age = e.gone ? "-" : format_age(now - e.stat.ctime);
-        const std::string owner = e.gone ? "(gone)" : owner_of(e.data);
-        std::printf("%-4zu %-8s %-9s %-7s %-12.*s %-36s %-8s %s\n", ++pos, state, zklock::to_string(e.kind),
-                    zklock::to_string(e.library), static_cast<int>(e.recipe.size()), e.recipe.data(), e.name.c_str(),
-                    age.c_str(), owner.c_str());
-    }
+    print_table(listing);
     co_return 0;
+}
+
+// ---- zklock revoke -------------------------------------------------------------------------------
+
+/// Asks every holder of LOCKPATH to let go: zklock::revocation_request written into each holder's
+/// node (the holder's lease::async_wait_revocation sees it; a `zklock` holder ends COMMAND and
+/// releases). Every holder, because a shared lock or a semaphore has several and a writer waiting
+/// behind readers needs all of them gone. Nodes of other libraries are left alone: Curator and
+/// Kazoo do not read zklock's request, and the write would replace their owner data.
+/// One line on stdout per holder asked. 0: every zklock holder asked; 75: nobody to ask.
+awaitable<int> run_revoke(cli::options o)
+{
+    auto ex = co_await asio::this_coro::executor;
+    const auto config = session_config_for(o);
+    zklock::session zk{ex, config};
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
+    if (ec == zklock::zk_errc::no_node) {
+        co_await zk.async_close(tuple);
+        say("%s has no holder (no such lock); nothing to revoke", o.path.c_str());
+        co_return status::no_holder;
+    }
+    if (ec) {
+        co_await zk.async_close(tuple);
+        say("cannot list %s: %s", o.path.c_str(), (ec == zklock::errc::chroot_missing ? chroot_missing(o) : ec.message()).c_str());
+        co_return status::unavailable;
+    }
+    std::size_t asked = 0, foreign = 0, gone = 0;
+    bool failed = false;
+    for (const auto& e : listing.entries) {
+        if (e.status != zklock::queue_entry::state::holder || e.gone) continue;
+        if (e.library != zklock::lock_library::zklock) {
+            ++foreign;
+            say("%s is held by %s (a %s node), which does not take zklock's revocation requests; left alone",
+                o.path.c_str(), e.name.c_str(), zklock::to_string(e.library));
+            continue;
+        }
+        const std::string node = o.path + "/" + e.name;
+        auto [set_ec, st] = co_await zk.async_set_data(node, std::string(zklock::revocation_request), -1, tuple);
+        if (set_ec == zklock::zk_errc::no_node) {
+            ++gone;  // it has let go since the listing: what we were asking for
+            if (o.verbose) say("%s has let go already", e.name.c_str());
+        } else if (set_ec) {
+            failed = true;
+            say("cannot ask %s to let go: %s", node.c_str(), set_ec.message().c_str());
+        } else {
+            ++asked;
+            std::printf("%s: asked %s (%s) to let go\n", o.path.c_str(), e.name.c_str(), owner_of(e.data).c_str());
+        }
+    }
+    co_await zk.async_close(tuple);
+    if (failed) co_return status::unavailable;
+    if (asked + gone > 0) co_return 0;
+    if (!foreign) say("%s has no holder; nothing to revoke", o.path.c_str());
+    co_return status::no_holder;
 }
 
 // ---- zklock leader -------------------------------------------------------------------------------
 
-/// The columns of a leader line: NODE, LIBRARY, AGE (of the candidate node, from its creation
-/// on the server), VALUE (last: it may contain spaces).
-constexpr const char* leader_row = "%-36s %-7s %-8s %s\n";
+/// The columns of a leader line: NODE (at least 36 wide, wider for a longer name: Kazoo's are
+/// 40 and more), LIBRARY, AGE (of the candidate node, from its creation on the server), VALUE
+/// (last: it may contain spaces).
+constexpr const char* leader_row = "%-*s %-7s %-8s %s\n";
+
+int node_width(const zklock::leader_info& who) { return static_cast<int>(std::max<std::size_t>(36, who.node.size())); }
 
 void print_leader(const zklock::leader_info& who)
 {
-    std::printf(leader_row, who.node.c_str(), zklock::to_string(who.library), format_age(now_ms() - who.stat.ctime).c_str(),
-                printable(who.value).c_str());
+    std::printf(leader_row, node_width(who), who.node.c_str(), zklock::to_string(who.library),
+                format_age(now_ms() - who.stat.ctime).c_str(), printable(who.value).c_str());
 }
 
 /// --watch: the local time a change was seen, "2026-11-26T12:00:03.123+0100".
@@ -592,7 +840,7 @@ awaitable<int> run_leader(cli::options o)
         say("cannot look up the leader of %s: %s", o.path.c_str(), ec.message().c_str());
         co_return status::unavailable;
     }
-    std::printf(leader_row, "NODE", "LIBRARY", "AGE", "VALUE");
+    std::printf(leader_row, node_width(who), "NODE", "LIBRARY", "AGE", "VALUE");
     print_leader(who);
     co_return 0;
 }
@@ -609,6 +857,10 @@ int main(int argc, char** argv)
     auto& o = *parsed.opts;
     if (o.what == cli::mode::help) {
         std::fputs(cli::help_text().c_str(), stdout);
+        return 0;
+    }
+    if (o.what == cli::mode::version) {
+        std::printf("zklock %s\n", ZKLOCK_VERSION);
         return 0;
     }
 
@@ -638,6 +890,7 @@ int main(int argc, char** argv)
     if (o.what == cli::mode::list) asio::co_spawn(ioc, run_list(o), done);
     else if (o.what == cli::mode::leader && o.watch) asio::co_spawn(ioc, run_watch(o), done);
     else if (o.what == cli::mode::leader) asio::co_spawn(ioc, run_leader(o), done);
+    else if (o.what == cli::mode::revoke) asio::co_spawn(ioc, run_revoke(o), done);
     else asio::co_spawn(ioc, run_locked(o, inherited), done);
     ioc.run();
     std::fflush(stdout);

@@ -9,15 +9,20 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+// Boost.JSON compiled into this test (its header-only mode), to read `zklock list --json`.
+#include <boost/json/src.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -43,7 +48,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80;
+constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80,
+              st_revoked = 81;
 
 std::string slurp(const fs::path& p)
 {
@@ -1383,5 +1389,836 @@ TEST_CASE("zklock cli: a lost leadership terminates COMMAND and exits 79, SIGTER
         CHECK(leader.err().find("lost the leadership of " + path) != std::string::npos);
         CHECK(leader.err().find("sending SIGTERM to COMMAND") != std::string::npos);
         CHECK_FALSE(fs::exists(s / "ran"));
+    });
+}
+
+// ---- --version, -E, -c, --semaphore -------------------------------------------------------------
+
+namespace {
+
+/// A value of the build's CMakeCache.txt ("CMAKE_COMMAND", "CMAKE_HOME_DIRECTORY", ...), from the
+/// build tree the zklock binary is in; empty if not found.
+std::string cmake_cache(const std::string& key)
+{
+    for (fs::path dir = fs::path(ZKLOCK_CLI_PATH).parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
+        if (!fs::exists(dir / "CMakeCache.txt")) continue;
+        for (const auto& line : lines_of(slurp(dir / "CMakeCache.txt"))) {
+            const auto colon = line.find(':'), eq = line.find('=');
+            if (colon != std::string::npos && eq != std::string::npos && colon < eq && line.substr(0, colon) == key)
+                return line.substr(eq + 1);
+        }
+        return {};
+    }
+    return {};
+}
+
+std::string upper(std::string text)
+{
+    for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: --version, -E, --semaphore, -c, revoke and --json usage errors exit 64")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        struct bad {
+            std::vector<std::string> args;
+            std::string message;
+        };
+        const std::vector<bad> cases{
+            {{"-E", "256", "/l", "true"}, "invalid --conflict-exit-code '256' (expected a number from 0 to 255)"},
+            {{"--conflict-exit-code=-1", "/l", "true"}, "invalid --conflict-exit-code '-1'"},
+            {{"-E", "3x", "/l", "true"}, "invalid --conflict-exit-code '3x'"},
+            {{"-E"}, "option '-E' needs a value (N)"},
+            {{"--semaphore", "0", "/l", "true"}, "invalid --semaphore '0' (expected a number of permits, 1 or more)"},
+            {{"--semaphore", "4294967296", "/l", "true"}, "invalid --semaphore '4294967296'"},
+            {{"--semaphore", "2", "--shared", "/l", "true"}, "--shared and --semaphore exclude each other"},
+            {{"elect", "--semaphore", "2", "/e", "true"},
+             "option '--semaphore' does not apply to 'zklock elect' (leadership is exclusive)"},
+            {{"list", "--semaphore", "2", "/l"}, "option '--semaphore' does not apply to 'zklock list'"},
+            {{"/l", "-c", "echo a", "extra"},
+             "-c takes the whole shell command as one argument: quote it (unexpected 'extra')"},
+            {{"-c"}, "option '-c' needs a value (CMDLINE)"},
+            {{"-c", "true"}, "missing LOCKPATH"},
+            {{"list", "-c", "true", "/l"}, "option '--command' does not apply to 'zklock list'"},
+            {{"--json", "/l", "true"}, "option '--json' applies only to 'zklock list'"},
+            {{"leader", "--json", "/e"}, "option '--json' does not apply to 'zklock leader'"},
+            {{"revoke"}, "missing LOCKPATH; usage: zklock revoke [OPTIONS] LOCKPATH"},
+            {{"revoke", "/l", "extra"}, "'zklock revoke' takes one LOCKPATH; unexpected 'extra'"},
+            {{"revoke", "relative"}, "invalid lock path 'relative': the path is not absolute"},
+            {{"revoke", "--try", "/l"}, "option '--try' does not apply to 'zklock revoke'"},
+            {{"revoke", "--session-timeout", "1s", "/l"}, "option '--session-timeout' does not apply to 'zklock revoke'"},
+        };
+        int n = 0;
+        for (auto& c : cases) {
+            CAPTURE(n);
+            process p;
+            launch(p, s, "usage" + std::to_string(n++), c.args);
+            const int st = co_await finish(p);
+            CHECK(st == st_usage);
+            const auto err = p.err();
+            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
+            CHECK(err.rfind("zklock: ", 0) == 0);
+            CHECK(lines_of(err).size() == 1);
+        }
+
+        // --version and -V: the project's version, on stdout, status 0, whatever else is given.
+        const std::string version = cmake_cache("CMAKE_PROJECT_VERSION");
+        REQUIRE_FALSE(version.empty());
+        const std::vector<std::vector<std::string>> version_args{
+            {"--version"}, {"-V"}, {"list", "--version", "/l"}, {"--servers", "nohostport", "--version"}};
+        for (const auto& args : version_args) {
+            process v;
+            launch(v, s, "version" + std::to_string(n++), args);
+            CHECK(co_await finish(v) == 0);
+            CHECK(v.out() == "zklock " + version + "\n");
+            CHECK(v.err().empty());
+        }
+
+        process help;
+        launch(help, s, "help", {"--help"});
+        CHECK(co_await finish(help) == 0);
+        const auto text = help.out();
+        for (const char* word : {"zklock [OPTIONS] LOCKPATH -c CMDLINE", "zklock revoke [--servers H:P,...]",
+                                 "zklock list [--json]", "-E, --conflict-exit-code N", "--semaphore N",
+                                 "-c, --command CMDLINE", "-V, --version", "--json", "\n  81 ",
+                                 "'zklock revoke': 0 (every holder asked), 75 (no holder to ask), 64, 69."})
+            CHECK_MESSAGE(text.find(word) != std::string::npos, word);
+    });
+}
+
+TEST_CASE("zklock cli: -E sets the status of a lock not acquired, -c runs a command line with /bin/sh")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-conflict");
+        process holder;
+        process_guard guard{{&holder}};
+        co_await start_holder(holder, s, servers, path, "holder");
+
+        // --try and --timeout with -E: its status instead of 75, the message as before.
+        process t, t0, w, d;
+        launch(t, s, "try-E3", {"--servers", servers, "-n", "-E", "3", path, "touch", s / "ran"});
+        CHECK(co_await finish(t) == 3);
+        CHECK(t.err() == "zklock: " + path + " is taken (--try)\n");
+        launch(t0, s, "try-E0", {"--servers", servers, "--try", "--conflict-exit-code=0", path, "touch", s / "ran"});
+        CHECK(co_await finish(t0) == 0);
+        launch(w, s, "timeout-E1", {"--servers", servers, "-E1", "-w", "300ms", path, "touch", s / "ran"});
+        CHECK(co_await finish(w) == 1);
+        CHECK(w.err() == "zklock: timed out after 300ms waiting for " + path + "\n");
+        launch(d, s, "try-default", {"--servers", servers, "-n", path, "touch", s / "ran"});
+        CHECK(co_await finish(d) == st_not_acquired);
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // elect: someone leads.
+        const auto election = unique_path("cli-conflict-elect");
+        process leader, e;
+        guard.procs.push_back(&leader);
+        const std::string leading = s / "leading";
+        start(leader, s, "leader", zklock_args(servers, {"elect", election, "-c", "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        launch(e, s, "elect-E9", {"elect", "--servers", servers, "-n", "-E", "9", election, "touch", s / "ran"});
+        CHECK(co_await finish(e) == 9);
+        CHECK(e.err() == "zklock: " + election + " has a leader (--try)\n");
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);  // -c: sh exec'd sleep, which SIGTERM killed
+
+        // -c CMDLINE: /bin/sh -c, with the environment, status passed on; options after it too.
+        const std::string out = s / "c.out";
+        process c, c2;
+        launch(c, s, "command",
+               {"--servers", servers, path + "-c", "-c",
+                "echo \"$0 $ZKLOCK_NODE\" | tr a-z A-Z > " + out + " && test -s " + out + "; exit 4"});
+        CHECK(co_await finish(c) == 4);
+        const auto written = slurp(out);
+        CAPTURE(written);
+        CHECK(written.rfind("/BIN/SH " + upper(path + "-c/"), 0) == 0);
+        launch(c2, s, "command-long", {"--command=exit 5", "--servers", servers, path + "-c"});
+        CHECK(co_await finish(c2) == 5);
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder) == 128 + SIGTERM);
+    });
+}
+
+TEST_CASE("zklock cli: --semaphore N runs N holders at once, in queue order, and names a mismatch")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-semaphore");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // Two permits: two holders at once.
+        process a, b, third, waiter;
+        process_guard guard{{&a, &b, &third, &waiter}};
+        const std::vector<std::string> two{"--semaphore", "2"};
+        co_await start_holder(a, s, servers, path, "a", two);
+        co_await start_holder(b, s, servers, path, "b", two);
+
+        // A third: --try finds no permit free (75, or -E's status).
+        process t;
+        launch(t, s, "try", {"--servers", servers, "--semaphore", "2", "-n", path, "touch", s / "ran"});
+        CHECK(co_await finish(t) == st_not_acquired);
+        CHECK(t.err() == "zklock: " + path + " has no free permit (--try)\n");
+
+        // Another count, or a lock on the semaphore's path: refused (69), the reason named.
+        process m, l;
+        launch(m, s, "mismatch", {"--servers", servers, "--semaphore", "3", path, "touch", s / "ran"});
+        CHECK(co_await finish(m) == st_unavailable);
+        CHECK(m.err() == "zklock: cannot acquire " + path + ": it is a semaphore of 2 permits, not 3 (--semaphore)\n");
+        launch(l, s, "lock", {"--servers", servers, "--try", path, "touch", s / "ran"});
+        CHECK(co_await finish(l) == st_unavailable);
+        CHECK(l.err() == "zklock: cannot acquire " + path + ": it is a semaphore (add --semaphore N)\n");
+        CHECK_FALSE(fs::exists(s / "ran"));
+
+        // list: two permit holders.
+        process list;
+        launch(list, s, "list", {"list", "--servers", servers, path});
+        CHECK(co_await finish(list) == 0);
+        CAPTURE(list.out());
+        const auto rows = lines_of(list.out());
+        REQUIRE(rows.size() == 4);
+        for (std::size_t i = 2; i < 4; ++i) {
+            const auto f = fields_of(rows[i]);
+            REQUIRE(f.size() >= 6);
+            CHECK(f[1] == "holder");
+            CHECK(f[2] == "permit");
+            CHECK(f[4] == "semaphore");
+        }
+
+        // A third holder waits for a permit, -v saying so, and gets one when a holder ends.
+        const std::string third_ready = s / "third.ready";
+        start(third, s, "third",
+              zklock_args(servers, {"-v", "--semaphore", "2", path, "-c", "touch " + third_ready + "; exec sleep 60"}));
+        REQUIRE(co_await wait_children(zk, path, 3) == 3);
+        co_await sleep_for(300ms);
+        CHECK_FALSE(fs::exists(third_ready));
+        a.signal(SIGTERM);
+        CHECK(co_await finish(a) == 128 + SIGTERM);
+        REQUIRE_MESSAGE(co_await wait_file(third_ready), third.err());
+        CHECK(third.err().find("zklock: waiting for one of the 2 permits of " + path) != std::string::npos);
+        CHECK(third.err().find("zklock: waiting: 2 ahead\n") != std::string::npos);
+        const std::array<process*, 2> rest{&b, &third};
+        for (auto* p : rest) {
+            p->signal(SIGTERM);
+            CHECK(co_await finish(*p) == 128 + SIGTERM);
+        }
+        CHECK((co_await children_of(zk, path)).empty());
+    });
+}
+
+// ---- zklock revoke ------------------------------------------------------------------------------
+
+TEST_CASE("zklock cli: revoke asks every holder to let go, a holder ends COMMAND and exits 81")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // An exclusive holder whose COMMAND cleans up on SIGTERM, and a waiter behind it.
+        const auto path = unique_path("cli-revoke");
+        const std::string log = s / "log", ready = s / "ready";
+        process holder, waiter;
+        process_guard guard{{&holder, &waiter}};
+        start(holder, s, "holder",
+              zklock_args(servers, {"--owner", "the holder", path, "--", "sh", "-c",
+                                    "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        start(waiter, s, "waiter", zklock_args(servers, {path, "-c", "echo waiter >> " + log}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        const auto kids = co_await children_of(zk, path);
+        const auto holder_node = *std::min_element(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) {
+            return queue_sequence(x).value_or(0) < queue_sequence(y).value_or(0);
+        });
+
+        process r;
+        launch(r, s, "revoke", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(r) == 0);
+        CHECK(r.out() == path + ": asked " + holder_node + " (the holder) to let go\n");
+        CHECK(r.err().empty());
+        CHECK(co_await finish(holder, 10s) == st_revoked);
+        CHECK(co_await finish(waiter, 10s) == 0);
+        CHECK(slurp(log) == "term\nwaiter\n");  // COMMAND ended, then the waiter held
+        CAPTURE(holder.err());
+        CHECK(holder.err().find("zklock: revocation of the lock on " + path + " requested; sending SIGTERM to COMMAND (pid ") == 0);
+        CHECK(holder.err().find("COMMAND exited with status 0 after the revocation request; released " + path) !=
+              std::string::npos);
+
+        // Shared holders: every one is asked, and the writer waiting behind them gets the lock.
+        const auto shared = unique_path("cli-revoke-shared");
+        process r1, r2, writer;
+        guard.procs.insert(guard.procs.end(), {&r1, &r2, &writer});
+        const std::vector<std::string> shared_flag{"--shared"};
+        co_await start_holder(r1, s, servers, shared, "r1", shared_flag);
+        co_await start_holder(r2, s, servers, shared, "r2", shared_flag);
+        start(writer, s, "writer", zklock_args(servers, {shared, "true"}));
+        REQUIRE(co_await wait_children(zk, shared, 3) == 3);
+        process rs;
+        launch(rs, s, "revoke-shared", {"revoke", "--servers", servers, shared});
+        CHECK(co_await finish(rs) == 0);
+        CAPTURE(rs.out());
+        const auto asked = lines_of(rs.out());
+        REQUIRE(asked.size() == 2);
+        for (const auto& line : asked) CHECK(line.find(": asked r-") != std::string::npos);
+        CHECK(co_await finish(r1, 10s) == st_revoked);
+        CHECK(co_await finish(r2, 10s) == st_revoked);
+        CHECK(co_await finish(writer, 10s) == 0);
+
+        // A COMMAND that ignores SIGTERM gets SIGKILL after --kill-after.
+        const auto stubborn_path = unique_path("cli-revoke-kill");
+        const std::string stubborn_ready = s / "stubborn.ready";
+        process stubborn;
+        guard.procs.push_back(&stubborn);
+        start(stubborn, s, "stubborn",
+              zklock_args(servers, {"--kill-after", "1s", stubborn_path, "-c",
+                                    "trap '' TERM; touch " + stubborn_ready + "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(stubborn_ready));
+        process rk;
+        launch(rk, s, "revoke-kill", {"revoke", "--servers", servers, stubborn_path});
+        CHECK(co_await finish(rk) == 0);
+        const auto t0 = clock_type::now();
+        CHECK(co_await finish(stubborn, 10s) == st_revoked);
+        CHECK(seconds_since(t0) >= 0.9);
+        CHECK(stubborn.err().find("sending SIGKILL") != std::string::npos);
+        CHECK(stubborn.err().find("COMMAND killed by SIGKILL after the revocation request") != std::string::npos);
+        CHECK((co_await children_of(zk, stubborn_path)).empty());
+    });
+}
+
+TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' holders are left alone, a leader resigns")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // No such path; a path with nobody in it.
+        const auto path = unique_path("cli-revoke-none");
+        co_await zk.async_create(path.substr(0, path.rfind('/')), "", create_mode::persistent, tuple);  // may exist
+        process missing, empty;
+        launch(missing, s, "missing", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(missing) == st_not_acquired);
+        CHECK(missing.out().empty());
+        CHECK(missing.err() == "zklock: " + path + " has no holder (no such lock); nothing to revoke\n");
+        auto [pec, created, pst] = co_await zk.async_create(path, "", create_mode::persistent, tuple);
+        REQUIRE_FALSE(pec);
+        launch(empty, s, "empty", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(empty) == st_not_acquired);
+        CHECK(empty.err() == "zklock: " + path + " has no holder; nothing to revoke\n");
+
+        // A Kazoo holder: not written to (its data stays), 75.
+        auto [kec, kazoo_node, kst] =
+            co_await zk.async_create(path + "/4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__lock__", "python", create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(kec);
+        process foreign;
+        launch(foreign, s, "foreign", {"revoke", "--servers", servers, path});
+        CHECK(co_await finish(foreign) == st_not_acquired);
+        CHECK(foreign.out().empty());
+        CHECK(foreign.err().find("a kazoo node), which does not take zklock's revocation requests; left alone") !=
+              std::string::npos);
+        auto [gec, data, gst] = co_await zk.async_get_data(kazoo_node, tuple);
+        REQUIRE_FALSE(gec);
+        CHECK(data == "python");
+        co_await zk.async_remove(kazoo_node, -1, tuple);
+        co_await zk.async_remove(path, -1, tuple);
+
+        // An election's leader is asked to resign: COMMAND ends, the next candidate leads.
+        const auto election = unique_path("cli-revoke-elect");
+        const std::string log = s / "log", ready = s / "leader.ready";
+        process leader, next;
+        process_guard guard{{&leader, &next}};
+        start(leader, s, "leader",
+              zklock_args(servers, {"elect", "--value", "first", election, "-c",
+                                    "trap 'echo term >> " + log + "; exit 0' TERM; touch " + ready +
+                                        "; while :; do sleep 0.05; done"}));
+        REQUIRE(co_await wait_file(ready));
+        start(next, s, "next", zklock_args(servers, {"elect", election, "-c", "echo next >> " + log}));
+        REQUIRE(co_await wait_children(zk, election, 2) == 2);
+        process r;
+        launch(r, s, "revoke-leader", {"revoke", "--servers", servers, election});
+        CHECK(co_await finish(r) == 0);
+        CHECK(r.out().find(": asked ") != std::string::npos);
+        CHECK(r.out().find(" (first) to let go\n") != std::string::npos);
+        CHECK(co_await finish(leader, 10s) == st_revoked);
+        CHECK(co_await finish(next, 10s) == 0);
+        CHECK(slurp(log) == "term\nnext\n");
+        CHECK(leader.err().find("revocation of the leadership of " + election + " requested") != std::string::npos);
+        CHECK(leader.err().find("after the revocation request; resigned " + election) != std::string::npos);
+    });
+}
+
+// ---- list --json, columns sized from the data, -v -----------------------------------------------
+
+namespace {
+
+/// A JSON string's text.
+std::string str(const boost::json::value& v)
+{
+    const auto& s = v.as_string();
+    return std::string(s.data(), s.size());
+}
+
+/// The column each header word of `header` starts at ("POS STATE ..."), by word.
+std::map<std::string, std::size_t> column_starts(const std::string& header)
+{
+    std::map<std::string, std::size_t> at;
+    for (std::size_t i = 0; i < header.size(); ++i)
+        if (header[i] != ' ' && (i == 0 || header[i - 1] == ' ')) at[header.substr(i, header.find(' ', i) - i)] = i;
+    return at;
+}
+
+/// Whether `line` has a cell starting at column `c`: a space before it (or the line's start) and
+/// a non-space there.
+bool cell_at(const std::string& line, std::size_t c)
+{
+    return c < line.size() && line[c] != ' ' && (c == 0 || line[c - 1] == ' ');
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: list --json, and columns that stay aligned with long foreign node names")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+        const auto path = unique_path("cli-json");
+
+        const std::vector<std::string> owner{"--owner", "the holder"}, three_permits{"--semaphore", "3"};
+
+        // Missing: exists false, no entries, status 0.
+        process missing;
+        launch(missing, s, "missing", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(missing) == 0);
+        CAPTURE(missing.out());
+        const auto none = boost::json::parse(missing.out()).as_object();
+        CHECK(str(none.at("path")) == path);
+        CHECK(none.at("exists").as_bool() == false);
+        CHECK(none.at("entries").as_array().empty());
+        CHECK(lines_of(missing.out()).size() == 1);
+
+        // A zklock holder, a shared zklock waiter, a Kazoo reader (a 50-character name) and a
+        // Curator writer behind them.
+        process holder, reader;
+        process_guard guard{{&holder, &reader}};
+        co_await start_holder(holder, s, servers, path, "holder", owner);
+        start(reader, s, "reader", zklock_args(servers, {"--shared", "--owner", "a \"quoted\"\treader", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        auto [kec, kazoo_node, kst] = co_await zk.async_create(path + "/4b1d3c1e2f8a4b6c9d0e1f2a3b4c5d6e__rlock__", "python",
+                                                               create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(kec);
+        auto [cec, curator_node, cst] = co_await zk.async_create(
+            path + "/_c_5e1c3b10-7f3a-4c4e-9a53-2f1d0c8a9b7e-__WRIT__", "java", create_mode::ephemeral_sequential, tuple);
+        REQUIRE_FALSE(cec);
+
+        process j;
+        launch(j, s, "json", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(j) == 0);
+        CAPTURE(j.out());
+        REQUIRE(lines_of(j.out()).size() == 1);
+        const auto doc = boost::json::parse(j.out()).as_object();
+        CHECK(doc.at("exists").as_bool());
+        CHECK(doc.at("permits").is_null());
+        CHECK(doc.at("other_children").as_int64() == 0);
+        const auto& entries = doc.at("entries").as_array();
+        REQUIRE(entries.size() == 4);
+        const auto e = [&](std::size_t i) -> const boost::json::object& { return entries[i].as_object(); };
+        for (std::size_t i = 0; i < 4; ++i) {
+            CHECK(e(i).at("position").as_int64() == static_cast<std::int64_t>(i + 1));
+            CHECK(e(i).at("age_ms").as_int64() >= 0);
+            CHECK(e(i).at("created_ms").as_int64() > 0);
+            CHECK(str(e(i).at("session")).rfind("0x", 0) == 0);
+            CHECK(e(i).at("gone").as_bool() == false);
+            CHECK(e(i).at("revocation_requested").as_bool() == false);
+            if (i > 0) CHECK(e(i).at("sequence").as_int64() > e(i - 1).at("sequence").as_int64());
+        }
+        CHECK(str(e(0).at("state")) == "holder");
+        CHECK(str(e(0).at("kind")) == "exclusive");
+        CHECK(str(e(0).at("library")) == "zklock");
+        CHECK(str(e(0).at("recipe")) == "mutex");
+        CHECK(str(e(0).at("node")).rfind("x-", 0) == 0);
+        CHECK(str(e(0).at("owner")) == "the holder");
+        CHECK(str(e(1).at("state")) == "waiting");
+        CHECK(str(e(1).at("kind")) == "shared");
+        CHECK(str(e(1).at("recipe")) == "shared_mutex");
+        CHECK(str(e(1).at("owner")) == "a \"quoted\"\treader");  // as stored, escaped by JSON
+        CHECK(str(e(2).at("library")) == "kazoo");
+        CHECK(path + "/" + str(e(2).at("node")) == kazoo_node);
+        CHECK(str(e(2).at("owner")) == "python");
+        CHECK(str(e(3).at("library")) == "curator");
+        CHECK(str(e(3).at("kind")) == "exclusive");
+        CHECK(path + "/" + str(e(3).at("node")) == curator_node);
+
+        // The table: every column starts where its header does, however long the names.
+        process t;
+        launch(t, s, "table", {"list", "--servers", servers, path});
+        CHECK(co_await finish(t) == 0);
+        CAPTURE(t.out());
+        const auto rows = lines_of(t.out());
+        REQUIRE(rows.size() == 6);
+        const auto at = column_starts(rows[1]);
+        REQUIRE(at.size() == 8);
+        for (std::size_t i = 2; i < rows.size(); ++i) {
+            CAPTURE(rows[i]);
+            for (const auto& [column, c] : at) CHECK_MESSAGE(cell_at(rows[i], c), column);
+        }
+        CHECK(rows[4].find(kazoo_node.substr(path.size() + 1) + " ") != std::string::npos);
+        CHECK(rows[3].ends_with("a \"quoted\"?reader"));  // a control character shown as '?'
+
+        // A revocation request in a node (the Curator one: nobody watches it, so it stays):
+        // owner null, revocation_requested true; the table says so in the owner column.
+        auto [rec, rst] = co_await zk.async_set_data(curator_node, std::string(zklock::revocation_request), -1, tuple);
+        REQUIRE_FALSE(rec);
+        process j2, t2;
+        launch(j2, s, "json-revoked", {"list", "--json", "--servers", servers, path});
+        CHECK(co_await finish(j2) == 0);
+        CAPTURE(j2.out());
+        const auto doc2 = boost::json::parse(j2.out()).as_object();
+        const auto& last = doc2.at("entries").as_array().at(3).as_object();
+        CHECK(last.at("revocation_requested").as_bool());
+        CHECK(last.at("owner").is_null());
+        launch(t2, s, "table-revoked", {"list", "--servers", servers, path});
+        CHECK(co_await finish(t2) == 0);
+        CHECK(lines_of(t2.out()).at(5).ends_with(" (revocation requested)"));
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder, 10s) == 128 + SIGTERM);
+        co_await zk.async_remove(kazoo_node, -1, tuple);
+        co_await zk.async_remove(curator_node, -1, tuple);
+        CHECK(co_await finish(reader, 10s) == 0);
+
+        // A semaphore's listing: its permit count.
+        const auto sem = unique_path("cli-json-semaphore");
+        process ps, js;
+        guard.procs.push_back(&ps);
+        co_await start_holder(ps, s, servers, sem, "permit", three_permits);
+        launch(js, s, "json-semaphore", {"list", "--json", "--servers", servers, sem});
+        CHECK(co_await finish(js) == 0);
+        const auto doc3 = boost::json::parse(js.out()).as_object();
+        CHECK(doc3.at("permits").as_int64() == 3);
+        CHECK(str(doc3.at("entries").as_array().at(0).as_object().at("kind")) == "permit");
+        ps.signal(SIGTERM);
+        CHECK(co_await finish(ps) == 128 + SIGTERM);
+
+        // `zklock leader`: a Kazoo-named candidate (37 characters) keeps its columns aligned too.
+        const auto election = unique_path("cli-json-elect");
+        const std::string leading = s / "leading";
+        process leader, l;
+        guard.procs.push_back(&leader);
+        start(leader, s, "leader",
+              zklock_args(servers, {"elect", "--names", "kazoo", "--value", "v", election, "-c",
+                                    "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        launch(l, s, "leader-table", {"leader", "--servers", servers, election});
+        CHECK(co_await finish(l) == 0);
+        CAPTURE(l.out());
+        const auto leader_rows = lines_of(l.out());
+        REQUIRE(leader_rows.size() == 2);
+        CHECK(fields_of(leader_rows[1])[0].size() > 36);
+        for (const auto& [column, c] : column_starts(leader_rows[0])) CHECK_MESSAGE(cell_at(leader_rows[1], c), column);
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);
+    });
+}
+
+TEST_CASE("zklock cli: -v says waiting only when the acquire waits, and shows the session timeout granted")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const auto servers = shared_server().connect_string();
+        const auto path = unique_path("cli-verbose-grant");
+        auto ex = co_await asio::this_coro::executor;
+        session zk{ex, config_for(servers)};
+        co_await connect(zk);
+
+        // Granted at once: connected (with the granted timeout), acquired, released; no "waiting".
+        process free_lock, free_shared, free_permit;
+        launch(free_lock, s, "free", {"--servers", servers, "-v", "--session-timeout", "2s", path, "true"});
+        CHECK(co_await finish(free_lock) == 0);
+        launch(free_shared, s, "free-shared", {"--servers", servers, "-v", "-s", path, "true"});
+        CHECK(co_await finish(free_shared) == 0);
+        launch(free_permit, s, "free-permit", {"--servers", servers, "-v", "--semaphore", "2", path + "-sem", "true"});
+        CHECK(co_await finish(free_permit) == 0);
+        const std::array<process*, 3> free_runs{&free_lock, &free_shared, &free_permit};
+        for (auto* p : free_runs) {
+            const auto err = p->err();
+            CAPTURE(err);
+            CHECK(err.find("waiting") == std::string::npos);
+            CHECK(err.find("zklock: acquired " + path) != std::string::npos);
+            CHECK(err.find("; released " + path) != std::string::npos);
+        }
+        CHECK(free_lock.err().rfind("zklock: connected to " + servers + " (session 0x", 0) == 0);
+        CHECK(free_lock.err().find(", session timeout 2s)\n") != std::string::npos);
+
+        // Behind a holder: it says what it waits for and where it stands, then acquires.
+        process holder, waiter;
+        process_guard guard{{&holder, &waiter}};
+        co_await start_holder(holder, s, servers, path, "holder");
+        start(waiter, s, "waiter", zklock_args(servers, {"-v", "--shared", path, "true"}));
+        REQUIRE(co_await wait_children(zk, path, 2) == 2);
+        holder.signal(SIGTERM);
+        CHECK(co_await finish(holder) == 128 + SIGTERM);
+        CHECK(co_await finish(waiter) == 0);
+        const auto lines = lines_of(waiter.err());
+        CAPTURE(waiter.err());
+        const auto waiting = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("waiting") != std::string::npos; });
+        REQUIRE(lines.end() - waiting >= 3);
+        CHECK(waiting[0].rfind("zklock: waiting for a shared lock on " + path + " (node r-", 0) == 0);
+        CHECK(waiting[1] == "zklock: waiting: 1 ahead");
+        CHECK(waiting[2].rfind("zklock: acquired " + path, 0) == 0);
+
+        // elect: campaigning, and waiting only behind a leader.
+        const auto election = unique_path("cli-verbose-elect");
+        process alone, leader, candidate;
+        guard.procs.insert(guard.procs.end(), {&leader, &candidate});
+        launch(alone, s, "alone", {"elect", "--servers", servers, "-v", election, "true"});
+        CHECK(co_await finish(alone) == 0);
+        CHECK(alone.err().find("waiting") == std::string::npos);
+        CHECK(alone.err().find("zklock: campaigning for " + election) != std::string::npos);
+        CHECK(alone.err().find("zklock: leading " + election) != std::string::npos);
+        const std::string leading = s / "leading";
+        start(leader, s, "leader", zklock_args(servers, {"elect", election, "-c", "touch " + leading + "; exec sleep 60"}));
+        REQUIRE_MESSAGE(co_await wait_file(leading), leader.err());
+        start(candidate, s, "candidate", zklock_args(servers, {"elect", "-v", election, "true"}));
+        REQUIRE(co_await wait_children(zk, election, 2) == 2);
+        co_await eventually([&] { return candidate.err().find("waiting: 1 ahead") != std::string::npos; }, 10s);
+        leader.signal(SIGTERM);
+        CHECK(co_await finish(leader) == 128 + SIGTERM);
+        CHECK(co_await finish(candidate) == 0);
+        CAPTURE(candidate.err());
+        CHECK(candidate.err().find("zklock: waiting for the leadership of " + election + " (node x-") != std::string::npos);
+        CHECK(candidate.err().find("zklock: waiting: 1 ahead\n") != std::string::npos);
+    });
+}
+
+// ---- bash completion, man page ------------------------------------------------------------------
+
+namespace {
+
+/// The build tree the zklock binary is in (the one holding CMakeCache.txt).
+fs::path build_tree()
+{
+    for (fs::path dir = fs::path(ZKLOCK_CLI_PATH).parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+        if (fs::exists(dir / "CMakeCache.txt")) return dir;
+    return {};
+}
+
+fs::path source_tree() { return cmake_cache("CMAKE_HOME_DIRECTORY"); }
+
+/// Runs `sh -c script` with `env` added, to its end; its status (stdout and stderr in `p`).
+awaitable<int> shell(process& p, const scratch& s, const std::string& name, const std::string& script,
+                     std::vector<std::string> env = {})
+{
+    start_options so;
+    so.env = std::move(env);
+    const std::vector<std::string> args{"/bin/sh", "-c", script};
+    start(p, s, name, args, so);
+    co_return co_await finish(p, 60s);
+}
+
+/// The long options `zklock --help` lists, each with its value's name ("" for a flag) and its
+/// short name (0: none), in the order listed.
+struct help_option {
+    std::string name, value;
+    char short_name = 0;
+};
+std::vector<help_option> help_options(const std::string& help)
+{
+    std::vector<help_option> out;
+    bool in_options = false;
+    for (const auto& line : lines_of(help)) {
+        if (line == "OPTIONS") in_options = true;
+        else if (!line.empty() && line[0] != ' ') in_options = false;
+        if (!in_options) continue;
+        // "  -w, --timeout DURATION      Give up ..." or "      --servers H:P,...       ZooKeeper ..."
+        const auto dashes = line.find("--");
+        if (line.rfind("  -", 0) != 0 && line.rfind("      --", 0) != 0) continue;
+        if (dashes == std::string::npos || dashes > 6) continue;
+        help_option o;
+        if (line[2] == '-' && line[3] != '-') o.short_name = line[3];
+        const auto name_end = line.find_first_of(" =", dashes);
+        o.name = line.substr(dashes + 2, name_end - dashes - 2);
+        if (name_end != std::string::npos && line.size() > name_end + 1 && line[name_end + 1] != ' ')
+            o.value = line.substr(name_end + 1, line.find(' ', name_end + 1) - name_end - 1);
+        out.push_back(o);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("zklock cli: the bash completion offers the subcommands and the options each one takes")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const fs::path completion = source_tree() / "tools/zklock.bash-completion";
+        REQUIRE_MESSAGE(fs::exists(completion), completion);
+
+        // The options --help lists, and which subcommand takes each, as the binary itself says: an
+        // option it refuses is "does not apply" or "applies only", any other outcome (a bad path
+        // here) means it took the option.
+        process help;
+        launch(help, s, "help", {"--help"});
+        REQUIRE(co_await finish(help) == 0);
+        const auto options = help_options(help.out());
+        REQUIRE(options.size() >= 20);
+        const std::map<std::string, std::string> sample{{"DURATION", "1s"}, {"N", "1"},        {"FILE", "/dev/null"},
+                                                        {"TEXT", "x"},      {"NAMES", "kazoo"}, {"H:P,...", "127.0.0.1:1"},
+                                                        {"CMDLINE", "true"}};
+        const std::vector<std::string> modes{"", "list", "elect", "leader", "revoke"};
+        std::map<std::string, std::set<std::string>> takes;
+        int n = 0;
+        for (const auto& mode : modes)
+            for (const auto& o : options) {
+                std::vector<std::string> args;
+                if (!mode.empty()) args.push_back(mode);
+                args.push_back("--" + o.name);
+                if (!o.value.empty()) {
+                    REQUIRE_MESSAGE(sample.contains(o.value), o.value);
+                    args.push_back(sample.at(o.value));
+                }
+                args.push_back("relative");
+                process p;
+                launch(p, s, "takes" + std::to_string(n++), args);
+                co_await finish(p);
+                const auto err = p.err();
+                if (err.find("does not apply") == std::string::npos && err.find("applies only") == std::string::npos)
+                    takes[mode].insert("--" + o.name);
+            }
+        CHECK(takes[""].contains("--semaphore"));
+        CHECK_FALSE(takes["elect"].contains("--semaphore"));
+        CHECK(takes["list"].contains("--json"));
+
+        // The completion, asked as bash asks it: one line per case, the words offered after a tab.
+        const std::string script =
+            "source '" + completion.string() + "' || exit 9\n"
+            "t() { COMP_WORDS=(\"$@\"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _zklock;"
+            " printf '%s\\n' \"${COMPREPLY[*]}\"; }\n"
+            "complete -p zklock | grep -q -- '-F _zklock' || exit 8\n"
+            "t zklock ''\n"
+            "t zklock l\n"
+            "t zklock --\n"
+            "t zklock list --\n"
+            "t zklock elect --\n"
+            "t zklock leader --\n"
+            "t zklock revoke --\n"
+            "t zklock elect --names ''\n"
+            "t zklock elect --names = ku\n"
+            "t zklock -w 5s /l ech\n"
+            "t zklock -sn /l -- ech\n"
+            "t zklock /l -\n"
+            "t zklock --servers h:1 -c ''\n";
+        process b;
+        start(b, s, "bash", {"/bin/bash", "--norc", "--noprofile", "-c", script});
+        REQUIRE(co_await finish(b) == 0);
+        CAPTURE(b.out());
+        CAPTURE(b.err());
+        CHECK(b.err().empty());
+        const auto out = lines_of(b.out());
+        REQUIRE(out.size() == 13);
+        auto words = [](const std::string& line) {
+            std::set<std::string> w;
+            std::istringstream in(line);
+            for (std::string x; in >> x;) w.insert(x);
+            return w;
+        };
+        CHECK(words(out[0]) == std::set<std::string>{"list", "elect", "leader", "revoke"});
+        CHECK(words(out[1]) == std::set<std::string>{"list", "leader"});
+        CHECK(words(out[2]) == takes[""]);
+        CHECK(words(out[3]) == takes["list"]);
+        CHECK(words(out[4]) == takes["elect"]);
+        CHECK(words(out[5]) == takes["leader"]);
+        CHECK(words(out[6]) == takes["revoke"]);
+        CHECK(words(out[7]) == std::set<std::string>{"curator-selector", "curator-latch", "kazoo"});
+        CHECK(words(out[8]).empty());  // "ku" matches none
+        CHECK(words(out[9]).contains("echo"));  // COMMAND, after the lock path
+        CHECK(words(out[10]).contains("echo"));
+        CHECK(words(out[11]) == takes[""]);  // options may still come after LOCKPATH
+        CHECK(words(out[12]).contains("echo"));  // -c: a command line, starting with a command
+    });
+}
+
+TEST_CASE("zklock cli: the man page installs, renders, lints clean and documents every option and status")
+{
+    run([]() -> awaitable<void> {
+        scratch s;
+        const fs::path page = source_tree() / "docs/zklock.1";
+        REQUIRE_MESSAGE(fs::exists(page), page);
+        process which;
+        const int man_found = co_await shell(which, s, "which-man", "command -v man && command -v groff");
+        REQUIRE_MESSAGE(man_found == 0, "man or groff is missing: scripts/install-deps.sh --test installs man-db");
+
+        // Installed (the whole project, into a scratch prefix) where man finds it, with the completion.
+        const std::string cmake = cmake_cache("CMAKE_COMMAND");
+        REQUIRE_FALSE(cmake.empty());
+        const std::string prefix = s / "prefix";
+        process install;
+        start(install, s, "install", {cmake, "--install", build_tree().string(), "--prefix", prefix});
+        REQUIRE_MESSAGE(co_await finish(install, 60s) == 0, install.err());
+        const std::string man_dir = prefix + "/share/man";
+        CHECK(fs::exists(man_dir + "/man1/zklock.1"));
+        CHECK(fs::exists(prefix + "/share/bash-completion/completions/zklock"));
+        CHECK(fs::exists(prefix + "/bin/zklock"));
+        process where, render;
+        const std::vector<std::string> man_env{"MANPATH=" + man_dir, "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat"};
+        CHECK(co_await shell(where, s, "man-w", "man -w zklock", man_env) == 0);
+        CHECK(where.out() == man_dir + "/man1/zklock.1\n");
+        CHECK(co_await shell(render, s, "man", "man zklock", man_env) == 0);
+        const auto text = render.out();
+        CAPTURE(render.err());
+        for (const char* section : {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS", "EXAMPLES"})
+            CHECK_MESSAGE(text.find("\n" + std::string(section) + "\n") != std::string::npos, section);
+        CHECK(text.find("zklock revoke") != std::string::npos);
+
+        // The lint: groff's warnings, none.
+        process lint;
+        const std::vector<std::string> lint_env{"LC_ALL=C.UTF-8", "MANROFFSEQ=", "MANWIDTH=80"};
+        const std::string lint_script = "man --warnings -E UTF-8 -l '" + page.string() + "' 2>&1 >/dev/null";
+        CHECK(co_await shell(lint, s, "lint", lint_script, lint_env) == 0);
+        CHECK_MESSAGE(lint.out().empty(), lint.out());
+
+        // --help and the man page agree: every option (with its short name), every exit status,
+        // every environment variable, and the version.
+        process help, version;
+        launch(help, s, "help", {"--help"});
+        REQUIRE(co_await finish(help) == 0);
+        const auto options = help_options(help.out());
+        REQUIRE(options.size() >= 20);
+        for (const auto& o : options) {
+            CHECK_MESSAGE(text.find("--" + o.name) != std::string::npos, o.name);
+            if (o.short_name)
+                CHECK_MESSAGE(text.find("-" + std::string(1, o.short_name) + ", --" + o.name) != std::string::npos, o.name);
+        }
+        int codes = 0;
+        for (const auto& line : lines_of(help.out()))
+            if (line.size() > 4 && line.rfind("  ", 0) == 0 && std::isdigit(static_cast<unsigned char>(line[2]))) {
+                const std::string code = line.substr(2, line.find(' ', 2) - 2);
+                if (code.find('-') != std::string::npos) continue;  // "0-255": an en dash in the page
+                ++codes;
+                CHECK_MESSAGE(text.find("\n       " + code + " ") != std::string::npos, code);
+            }
+        CHECK(codes >= 10);
+        for (const char* var : {"ZK_SERVERS", "ZKLOCK_TLS_CA", "ZKLOCK_TLS_CERT", "ZKLOCK_TLS_KEY", "ZKLOCK_FENCING_TOKEN",
+                                "ZKLOCK_NODE"})
+            CHECK_MESSAGE(text.find(var) != std::string::npos, var);
+        launch(version, s, "version", {"--version"});
+        REQUIRE(co_await finish(version) == 0);
+        const auto first_lines = lines_of(slurp(page));
+        const auto th = std::find_if(first_lines.begin(), first_lines.end(), [](const std::string& l) { return l.rfind(".TH ", 0) == 0; });
+        REQUIRE(th != first_lines.end());
+        CHECK_MESSAGE(th->find("\"" + lines_of(version.out()).at(0) + "\"") != std::string::npos, *th);
     });
 }
