@@ -183,7 +183,6 @@ public:
     using basic_lock::get_executor;
     using basic_lock::path;
 
-    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     election(session& s, std::string path) : election(s, std::move(path), election_options{}) {}
     election(session& s, std::string path, election_options options)
         : basic_lock(s, std::move(path), lock_options{},

@@ -28,13 +28,15 @@ enum class errc {
     invalid_argument,     ///< Some other argument is out of range.
     permit_mismatch,      ///< A semaphore was opened with a different permit count than stored.
     already_released,     ///< The lease is empty: released, moved from or never acquired.
-    revoked,              ///< Reserved for revocation-aware operations.
+    revoked,              ///< Returned by no operation: a revocation request completes
+                          ///< lease::async_wait_revocation without error, and the lease holds
+                          ///< until released. (Kept so that the values after it stay put.)
     recipe_mismatch,      ///< The lock path holds another recipe's nodes (a semaphore's permits
                           ///< and mutex / shared_mutex nodes never share a path).
     request_too_large,    ///< The request would exceed session_config::max_request_bytes (the
                           ///< server's jute.maxbuffer): refused before it was sent.
     request_dropped,      ///< The server closed the connection every time the request was sent
-                          ///< (acquire_max_lost_creates tries): it refuses it (e.g. too large).
+                          ///< (5 times in a row, an acquire's create): it refuses it (e.g. too large).
     operation_in_progress,  ///< Another wait on this object is already pending (watch::async_wait).
     not_zookeeper,        ///< A server answered the connect with something that is not a
                           ///< ZooKeeper connect response (async_connect, at its connect timeout).

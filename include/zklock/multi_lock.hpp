@@ -24,7 +24,7 @@ namespace zklock {
 struct lock_spec {
     /// exclusive: as a mutex; writer / shared: as a shared_mutex's writer / reader (the names
     /// differ so that Apache Curator tells its InterProcessMutex and InterProcessReadWriteLock
-    /// apart: see the README's "Mixed fleets"); permit: a semaphore permit.
+    /// apart: see docs/guide.md, "Mixed fleets"); permit: a semaphore permit.
     enum class kind { exclusive, shared, permit, writer };
     kind type = kind::exclusive;
     std::string path;
@@ -48,7 +48,6 @@ public:
     using duration = std::chrono::steady_clock::duration;
 
     /// `options` applies to every lock of the set.
-    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     multi_lock(session& s, std::vector<lock_spec> specs) : s_(s.impl()), specs_(std::move(specs)) {}
     multi_lock(session& s, std::vector<lock_spec> specs, lock_options options)
         : s_(s.impl()), specs_(std::move(specs)), options_(std::move(options))

@@ -5,7 +5,7 @@
 // the node just before its own (a data watch, so nothing is left behind if that node is already
 // gone), and looks again when it fires: no herd effect, and locks are granted strictly in queue
 // order. Apache Curator's InterProcessMutex and Kazoo's Lock on the same path are contenders in
-// the same queue (see README, "Mixed fleets").
+// the same queue (see docs/guide.md, "Mixed fleets").
 #pragma once
 
 #include <zklock/basic_lock.hpp>
@@ -22,7 +22,6 @@ namespace zklock {
 class mutex : public basic_lock {
 public:
     /// `options` applies to every acquire made through this object.
-    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     mutex(session& s, std::string path) : mutex(s, std::move(path), lock_options{}) {}
     mutex(session& s, std::string path, lock_options options)
         : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::mutex_recipe})

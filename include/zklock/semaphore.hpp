@@ -37,7 +37,6 @@ namespace zklock {
 class semaphore : public basic_lock {
 public:
     /// `options` applies to every acquire made through this object.
-    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     semaphore(session& s, std::string path, std::uint32_t permits)
         : semaphore(s, std::move(path), permits, lock_options{})
     {

@@ -25,7 +25,6 @@ namespace zklock {
 class shared_mutex : public basic_lock {
 public:
     /// `options` applies to every acquire made through this object.
-    /// (Two constructors, not a defaulted argument: see the GCC 12 note at session's constructors.)
     shared_mutex(session& s, std::string path) : shared_mutex(s, std::move(path), lock_options{}) {}
     shared_mutex(session& s, std::string path, lock_options options)
         : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::writer_recipe})

@@ -195,7 +195,7 @@ std::optional<std::pair<std::int64_t, std::size_t>> seq_after(std::string_view c
 }
 
 // "<k>-<16 hex>-[marker]<sequence>": zklock's own names (the marker is absent in names made by
-// zklock before 0.2, which are still recognised).
+// zklock's earliest names, which are still recognised).
 std::optional<queue_view> parse_zklock(std::string_view child) noexcept
 {
     if (child.size() < 29 || child[1] != '-' || child[18] != '-') return std::nullopt;

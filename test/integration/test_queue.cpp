@@ -23,7 +23,7 @@ TEST_CASE("async_list_queue: holders and waiters in queue order, with kind, libr
         auto [bec, bad] = co_await async_list_queue(s, "no/slash", tuple);
         CHECK(bec == errc::invalid_path);
 
-        // (Named objects, no temporaries in co_await: GCC 12, see the README.)
+        // (Named objects, no temporaries in co_await: GCC 12, see session.hpp.)
         lock_options o1, o2, o3;
         o1.owner_info = "reader-1";
         o2.owner_info = "reader-2";

@@ -66,7 +66,7 @@ struct recipe;
 /// A parsed queue node. zklock's own: "<kind>-<16 hex digit id>-<marker><sequence>", e.g.
 /// "x-00ab12cd34ef5678-lock-0000000042", where the marker is its recipe's (see recipe.hpp), the
 /// one another library uses for the same recipe so that it sees our nodes as contenders of the
-/// right kind. Names without a marker (zklock before 0.2) are recognised too.
+/// right kind. Names without a marker (zklock's earliest names) are recognised too.
 struct queue_node {
     std::string name;  ///< the child name as listed
     node_kind kind;

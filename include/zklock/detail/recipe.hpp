@@ -52,7 +52,7 @@ std::span<const recipe* const> recipes() noexcept;
 /// The recipe named `name` (recipe::name; the first, for the shared_mutex's two), or null.
 const recipe* find_recipe(std::string_view name) noexcept;
 
-/// The recipe of zklock's names of `kind` that carry no marker (zklock before 0.2), and the
+/// The recipe of zklock's names of `kind` that carry no marker (zklock's earliest names), and the
 /// recipe a policy built from a bare kind stands for: mutex, shared_mutex's reader, semaphore.
 constexpr const recipe& base_recipe(node_kind k) noexcept
 {
