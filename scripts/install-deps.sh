@@ -3,7 +3,8 @@
 #   --test   also what only the test suite uses: promtool (package prometheus), which checks the
 #            /metrics page of examples/http_counter (scripts/test.sh passes it; the demo does not
 #            need it, and the test skips that one check, saying so, without it); man-db (man and
-#            groff), with which the cli tests render and lint the zklock(1) manual page.
+#            groff), with which the cli tests render and lint the zklock(1) manual page;
+#            libspdlog-dev, for examples/spdlog_logger (session_config::logger wired to spdlog).
 set -euo pipefail
 for_tests=0
 for a in "$@"; do
@@ -31,7 +32,7 @@ packages=(
 # ZKLOCK_SANITIZERS=1 (scripts/test-sanitizers.sh): clang and its runtimes for the libFuzzer targets
 # (GCC's ASan/UBSan/TSan runtimes come with g++).
 if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
-if [ "$for_tests" = 1 ]; then packages+=(prometheus man-db); fi
+if [ "$for_tests" = 1 ]; then packages+=(prometheus man-db libspdlog-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

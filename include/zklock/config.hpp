@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -27,13 +28,32 @@ struct tls_options {
     /// The client certificate (PEM; a chain, leaf first) and its private key, for servers that
     /// ask for one (ssl.clientAuth). With one, the server's x509 provider knows the session as
     /// `x509:<subject>`, and the nodes zklock creates are writable only by that identity and
-    /// readable by anyone (README, "TLS: what it protects"). Both or neither.
+    /// readable by anyone (docs/security.md, "TLS: what it protects"). Both or neither.
     std::string cert_file;
     std::string key_file;
     /// Check that the server's certificate names the host (on by default). Turning it off leaves
     /// the chain checked, not who the server is.
     bool verify_host = true;
 };
+
+/// How much a log line matters (session_config::logger).
+enum class log_level : std::uint8_t { debug, info, warning, error };
+const char* to_string(log_level l) noexcept;
+
+/// What a log line is about.
+struct log_fields {
+    /// "zookeeper": a line of the ZooKeeper C client's own log, about this session; "zklock": an
+    /// event of zklock's: the session connected, suspended, reconnected, expired, presumed
+    /// expired or closed; a lock granted, lost, or asked to be given up (a revocation request);
+    /// a create retried after its reply was lost; an acquire's cleanup left to the background.
+    std::string_view source;
+    std::int64_t session_id = 0;  ///< the ZooKeeper session's id (0 before the first connection)
+    std::string_view path;        ///< the lock path, for a lock's events
+    std::string_view node;        ///< our queue node, for a lock's events once it has one
+};
+
+/// Receives a session's log: the level, one line of text (no newline) and its fields.
+using log_function = std::function<void(log_level level, std::string_view message, const log_fields& fields)>;
 
 /// How a session connects. Every field has a usable default except `servers`.
 struct session_config {
@@ -69,9 +89,20 @@ struct session_config {
     /// Optional "user:password" for ZooKeeper digest authentication, added at every (re)connect.
     std::string digest_auth;
 
-    /// Verbosity of the ZooKeeper C client's own log on stderr: 0 = silent (default),
-    /// 1 = errors, 2 = warnings, 3 = info, 4 = debug.
+    /// Verbosity of the ZooKeeper C client's own log on stderr, for a session without a logger:
+    /// 0 = silent (default), 1 = errors, 2 = warnings, 3 = info, 4 = debug.
     int client_log_level = 0;
+
+    /// Receives this session's log, from `logger_level` up: the ZooKeeper C client's lines about
+    /// this session (never another session's, and nothing goes to stderr for it) and zklock's own
+    /// events (see log_fields::source). Empty (the default): silent.
+    /// Called on the session's executor, except for the C client's lines of the session's close,
+    /// which come from zklock's close thread (session::async_close): it must be safe to call from
+    /// there, quick, must not throw (an exception is dropped) and must not call the session.
+    /// The C client's verbosity is process-wide: it is raised to the most verbose level any
+    /// session asks for (with debug, every request is formatted).
+    log_function logger;
+    log_level logger_level = log_level::info;
 
     /// Follow the ensemble's own configuration, as Curator's EnsembleTracker does: on every
     /// connect the session reads /zookeeper/config (the dynamic configuration, whatever the

@@ -9,6 +9,17 @@
 
 namespace zklock {
 
+const char* to_string(log_level l) noexcept
+{
+    switch (l) {
+    case log_level::debug: return "debug";
+    case log_level::info: return "info";
+    case log_level::warning: return "warning";
+    case log_level::error: return "error";
+    }
+    return "unknown";
+}
+
 const char* to_string(session_state s) noexcept
 {
     switch (s) {

@@ -24,7 +24,7 @@
 namespace zklock::detail {
 
 session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
-    : ex_(std::move(ex)), cfg_(std::move(cfg)), fsm_(cfg_.session_timeout, cfg_.reconnect_on_expiry),
+    : ex_(std::move(ex)), cfg_(std::move(cfg)), log_(std::make_shared<log_sink>(cfg_.logger, cfg_.logger_level)), fsm_(cfg_.session_timeout, cfg_.reconnect_on_expiry),
       desc_(ex_), timer_(ex_), connect_timer_(ex_), presume_timer_(ex_), probe_timer_(ex_),
       // After the I/O objects above, which register the reactor: an execution context shuts its
       // services down newest first, so the close thread is joined before the reactor destroys the
@@ -52,6 +52,7 @@ session_impl::~session_impl()
     // connected sends nothing, so this does not block.
     if (zh_) {
         release_io();
+        const log_scope scope(log_.get());
         zookeeper_close(std::exchange(zh_, nullptr));
     }
 }
@@ -94,9 +95,11 @@ void session_impl::on_tls_refused(error_code ec)
 error_code session_impl::start_handle()
 {
     set_client_log_level(cfg_.client_log_level);
-    static constexpr ZooLogLevel levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN,
-                                             ZOO_LOG_LEVEL_INFO, ZOO_LOG_LEVEL_DEBUG};
-    zoo_set_debug_level(levels[std::clamp(cfg_.client_log_level, 0, 4)]);
+    static constexpr int levels[] = {ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_ERROR, ZOO_LOG_LEVEL_WARN, ZOO_LOG_LEVEL_INFO,
+                                     ZOO_LOG_LEVEL_DEBUG};
+    raise_client_log_level(
+        std::max(levels[std::clamp(cfg_.client_log_level, 0, 4)], log_->has_logger() ? zoo_log_level(cfg_.logger_level) : 0));
+    const log_scope scope(log_.get());
     // The list is resolved first (resolve_servers, on this thread): the C client is handed
     // numeric addresses, so zookeeper_init fails only for want of memory (or, should a numeric
     // address not parse, as for a name that does not resolve).
@@ -155,6 +158,7 @@ void session_impl::apply(const session_effects& e)
         restart_pending_ = false;
         close_handle_inline();  // never connected, expired or refused: sends nothing, does not block
     }
+    if (e.state_changed) log_state();
     if (e.state_changed) {
         auto waiters = std::move(state_waiters_);
         state_waiters_.clear();
@@ -181,10 +185,37 @@ void session_impl::apply(const session_effects& e)
     if (e.state_changed && state() == session_state::connected && fsm_.engaged()) send_probe();
     if (e.presumed_expired) {
         metrics_.presumed_expiry();
+        log_->event(log_level::warning, "session presumed expired: no answer the leader vouches for within the session "
+                                        "timeout; its leases are lost");
         auto copy = observers_;
         for (auto& w : copy)
             if (auto o = w.lock()) o->on_presumed_expired();
     }
+}
+
+void session_impl::log_state()
+{
+    const auto st = state();
+    const auto level = st == session_state::suspended || st == session_state::expired ? log_level::warning
+                       : st == session_state::connected || st == session_state::closed ? log_level::info
+                                                                                       : log_level::debug;
+    if (!log_->wants(level)) return;
+    std::string m;
+    switch (st) {
+    case session_state::connected: {
+        char id[24];
+        std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(session_id()));
+        const char* server = zh_ ? zoo_get_current_server(zh_) : nullptr;
+        m = std::string(connections_ > 1 ? "reconnected to " : "connected to ") + (server ? server : "?") + ", session " +
+            id + ", session timeout " + std::to_string(negotiated_timeout().count()) + " ms";
+        break;
+    }
+    case session_state::suspended: m = "connection lost: suspended, reconnecting (the session lives on for its timeout)"; break;
+    case session_state::expired: m = "session expired: its ephemeral nodes, leases and watches are gone"; break;
+    case session_state::closed: m = "session closed"; break;
+    default: m = std::string("session ") + to_string(st); break;
+    }
+    log_->event(level, m);
 }
 
 void session_impl::on_watcher(int type, int zstate, std::string path)
@@ -193,6 +224,7 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
     if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
         if (!zh_) return;
         const clientid_t* id = zoo_client_id(zh_);
+        if (id) log_->set_session_id(id->client_id);
         if (state() != session_state::connected) {
             if (was_connected_) metrics_.reconnect();
             was_connected_ = true;
@@ -279,6 +311,7 @@ void session_impl::send_probe()
     r->s = this;
     r->cb = [](error_code) {};
     leader_request(*r);
+    const log_scope scope(log_.get());
     const int rc = zoo_async(zh_, "/", &on_sync, r.get());
     submit(std::move(r), rc, request_type::sync);
 }
@@ -388,6 +421,7 @@ void session_impl::close(void_cb cb)
     int signal = -1;
     if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) done = close_signal(signal);
     if (!done) {  // nothing to send (does not block), or no pipe (blocks: the last resort)
+        const log_scope scope(log_.get());
         if (zh) zookeeper_close(zh);
         if (tls_) tls_->shut_down();
         schedule_completions();
@@ -422,10 +456,11 @@ void session_impl::close(void_cb cb)
         self->run_completions();
         finish({});
     });
-    unique_function<void()> close_and_signal = [h, zh, signal] {
+    unique_function<void()> close_and_signal = [h, zh, signal, log = log_] {
         std::vector<std::unique_ptr<c_event>> sink;
         {
             redirect_results redirect(sink);
+            const log_scope scope(log.get());
             zookeeper_close(zh);
         }
         for (auto& e : sink) h->results.push_back(e.release());
@@ -546,6 +581,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     const struct ACL_vector* acl = node_acl();
     leader_request(*r);
+    const log_scope scope(log_.get());
     const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                                 &on_create, r.get());
     submit(std::move(r), rc, request_type::create);
@@ -556,6 +592,7 @@ void session_impl::remove(const std::string& path, std::int32_t version, void_cb
     auto r = make_req<void_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     leader_request(*r);
+    const log_scope scope(log_.get());
     const int rc = zoo_adelete(zh_, path.c_str(), version, &on_void, r.get());
     submit(std::move(r), rc, request_type::remove);
 }
@@ -566,6 +603,7 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    const log_scope scope(log_.get());
     const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
     submit(std::move(r), rc, request_type::exists);
 }
@@ -583,6 +621,7 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    const log_scope scope(log_.get());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
 }
@@ -593,6 +632,7 @@ void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
     r->w = std::move(w);
     r->path = ZOO_CONFIG_NODE;  // the path its watch's events carry, with or without a chroot
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    const log_scope scope(log_.get());
     const int rc = zoo_agetconfig(zh_, r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
 }
@@ -603,6 +643,7 @@ void session_impl::set_data(const std::string& path, std::string_view data, std:
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     leader_request(*r);
+    const log_scope scope(log_.get());
     const int rc = zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get());
     submit(std::move(r), rc, request_type::set_data);
 }
@@ -613,6 +654,7 @@ void session_impl::get_children(const std::string& path, std::shared_ptr<watch_s
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, path.c_str(), r->w ? 1 : 0, &on_children, r.get());
     submit(std::move(r), rc, request_type::get_children);
 }
@@ -656,6 +698,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
         }
     }
     leader_request(*r);
+    const log_scope scope(log_.get());
     const int rc = zoo_amulti(zh_, static_cast<int>(n), r->ops.data(), r->results.data(), &on_multi, r.get());
     submit(std::move(r), rc, request_type::multi);
 }
@@ -690,6 +733,7 @@ void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
         for (auto& w : b->waiters) w(ec, l);
     });
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
     submit(std::move(r), rc, request_type::get_children);
 }

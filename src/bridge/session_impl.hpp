@@ -24,6 +24,7 @@
 // (leases) subscribes as a session_observer: the bridge knows nothing of the recipes.
 #pragma once
 
+#include "bridge/log_sink.hpp"
 #include "bridge/handler_util.hpp"
 #include "bridge/metrics_state.hpp"
 #include "bridge/session_fsm.hpp"
@@ -155,6 +156,8 @@ public:
 
     /// What this session counts (zklock/metrics.hpp); the recipes and the bridge report to it.
     metrics_state& metrics() noexcept { return metrics_; }
+    /// This session's log (session_config::logger).
+    const log_sink& log() const noexcept { return *log_; }
     const metrics_state& metrics() const noexcept { return metrics_; }
 
     std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(ex_); }
@@ -187,6 +190,8 @@ private:
     /// name of the list resolved, else a system error.
     error_code start_handle();
     void apply(const session_effects& e);
+    /// Tells the log of the state the session just entered.
+    void log_state();
     void notify_observers();
     void close_handle_inline();
     /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
@@ -261,6 +266,7 @@ private:
 
     asio::any_io_executor ex_;
     session_config cfg_;
+    std::shared_ptr<log_sink> log_;  // shared with the close thread's job
     session_fsm fsm_;
     zhandle_t* zh_ = nullptr;
 

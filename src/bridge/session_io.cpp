@@ -21,6 +21,7 @@ namespace zklock::detail {
 void session_impl::drive()
 {
     if (!zh_ || in_process_) return;
+    const log_scope scope(log_.get());
     // A list from set_servers goes to the C client while it has no socket, before it opens the
     // next one (see session_servers.cpp).
     if (pending_servers_ && (zoo_state(zh_) == 0 || zoo_state(zh_) == ZOO_NOTCONNECTED_STATE)) install_servers();
@@ -250,6 +251,7 @@ constexpr std::size_t max_drain_bytes = std::size_t{4} << 20;
 void session_impl::process(int events)
 {
     if (!zh_) return;
+    const log_scope scope(log_.get());
     if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
     if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
@@ -348,6 +350,7 @@ zhandle_t* session_impl::detach_handle()
 void session_impl::close_handle_inline()
 {
     if (zhandle_t* zh = detach_handle()) {
+        const log_scope scope(log_.get());
         zookeeper_close(zh);  // its callbacks (ZCLOSING) land in completed_
         schedule_completions();
     }

@@ -209,6 +209,7 @@ void session_impl::install_servers()
     }))
         ++sentinel;
     const std::string first = "0.0." + std::to_string(sentinel >> 8) + "." + std::to_string(sentinel & 0xff) + ":1";
+    const log_scope scope(log_.get());
     int rc = zoo_set_servers(zh_, first.c_str());
     if (rc == ZOK) rc = zoo_set_servers(zh_, l.numeric.c_str());
     if (rc == ZOK) {

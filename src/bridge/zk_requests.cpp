@@ -2,11 +2,14 @@
 
 #include <cstring>
 
+#include "bridge/log_sink.hpp"
 #include "bridge/session_impl.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 namespace zklock::detail {
 
@@ -16,6 +19,11 @@ namespace {
 thread_local std::vector<std::unique_ptr<c_event>>* tl_sink = nullptr;
 
 std::atomic<int> g_client_log_level{0};
+
+// Whose the C client's log lines on this thread are (see log_scope).
+thread_local const log_sink* tl_log = nullptr;
+
+std::atomic<int> g_zoo_log_level{0};
 
 // The error of a request's completion. The 3.8 C client reports ZRUNTIMEINCONSISTENCY for every
 // request outstanding when it drops a connection because a reply came out of order. That happens
@@ -83,8 +91,71 @@ void set_client_log_level(int level) noexcept { g_client_log_level = level; }
 
 void client_log(const char* message)
 {
-    if (g_client_log_level > 0) std::fprintf(stderr, "zookeeper: %s\n", message);
+    if (tl_log && tl_log->has_logger()) return tl_log->client_line(message);
+    // stderr: up to session_config::client_log_level (the client may log more for another
+    // session's logger).
+    std::string_view text;
+    const int level = zoo_log_level(parse_client_line(message, text));
+    if (g_client_log_level > 0 && level <= g_client_log_level) std::fprintf(stderr, "zookeeper: %s\n", message);
 }
+
+log_level parse_client_line(std::string_view raw, std::string_view& text) noexcept
+{
+    static constexpr std::pair<std::string_view, log_level> tags[] = {{"ZOO_ERROR@", log_level::error},
+                                                                      {"ZOO_WARN@", log_level::warning},
+                                                                      {"ZOO_INFO@", log_level::info},
+                                                                      {"ZOO_DEBUG@", log_level::debug}};
+    while (!raw.empty() && (raw.back() == '\n' || raw.back() == ' ')) raw.remove_suffix(1);  // one line
+    for (const auto& [tag, level] : tags) {
+        if (const auto at = raw.find(tag); at != std::string_view::npos) {
+            text = raw.substr(at + tag.size());
+            return level;
+        }
+    }
+    text = raw;
+    return log_level::info;
+}
+
+int zoo_log_level(log_level l) noexcept
+{
+    switch (l) {
+    case log_level::debug: return ZOO_LOG_LEVEL_DEBUG;
+    case log_level::info: return ZOO_LOG_LEVEL_INFO;
+    case log_level::warning: return ZOO_LOG_LEVEL_WARN;
+    case log_level::error: return ZOO_LOG_LEVEL_ERROR;
+    }
+    return ZOO_LOG_LEVEL_ERROR;
+}
+
+void raise_client_log_level(int zoo_level) noexcept
+{
+    int current = g_zoo_log_level.load();
+    while (zoo_level > current) {
+        if (g_zoo_log_level.compare_exchange_weak(current, zoo_level)) {
+            zoo_set_debug_level(static_cast<ZooLogLevel>(zoo_level));
+            return;
+        }
+    }
+}
+
+void log_sink::client_line(std::string_view raw) const
+{
+    std::string_view text;
+    const auto level = parse_client_line(raw, text);
+    if (wants(level)) deliver(level, text, "zookeeper", {}, {});
+}
+
+void log_sink::deliver(log_level l, std::string_view message, std::string_view source, std::string_view path,
+                       std::string_view node) const noexcept
+{
+    try {
+        f_(l, message, log_fields{source, id_.load(std::memory_order_relaxed), path, node});
+    } catch (...) {
+    }
+}
+
+log_scope::log_scope(const log_sink* sink) noexcept : previous_(std::exchange(tl_log, sink)) {}
+log_scope::~log_scope() { tl_log = previous_; }
 
 void noop_void_completion(int, const void*) {}
 

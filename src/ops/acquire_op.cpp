@@ -147,6 +147,10 @@ private:
         if (fsm_.finished() || detached_) return;
         detached_ = true;
         s_->metrics().background_cleanup_started();
+        if (s_->log().wants(log_level::info))
+            s_->log().event(log_level::info,
+                            std::string("acquire ended (") + reason.message() + "); its node is deleted in the background",
+                            fsm_.dir(), fsm_.own_node());
         report_finished(reason);
         h_.complete(reason, lease());
     }
@@ -165,6 +169,9 @@ private:
         switch (a.kind) {
         case ak::none: break;
         case ak::create: {
+            if (a.retry && s_->log().wants(log_level::info))
+                s_->log().event(log_level::info, "a create's reply was lost and it was never applied: creating again",
+                                fsm_.dir());
             // The listing goes out right behind the create without waiting for its reply:
             // ZooKeeper runs one session's requests in order, so it already contains our node
             // (one round trip when uncontended). Acquires of this session on the same path that
@@ -226,10 +233,9 @@ private:
             // draining queue the node we wait on was granted by that same deletion: its holder
             // often runs on this thread, in this batch of replies, and (at hold 0) releases at
             // once. Posting lets that release reach the server before our read, off the handoff's
-            // path (with the own watch set early, one request: bench W1000's handoff p50 went from
-            // ~396 to ~318 µs; bench/README, item 11). The fsm
-            // stays arming until the reply, so nothing is lost by waiting; a newer arm, or an fsm
-            // that left arming (finished, session lost), makes this one moot.
+            // path (with the own watch set early, one request). The fsm stays arming until the
+            // reply, so nothing is lost by waiting; a newer arm, or an fsm that left arming
+            // (finished, session lost), makes this one moot.
             const auto seq = ++arm_seq_;
             asio::post(s_->executor(), [self, a = std::move(a), seq] {
                 if (self->arm_seq_ == seq && self->fsm_.arming()) self->send_arm(a);
@@ -431,6 +437,7 @@ private:
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
             if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
+            if (!internal_) s_->log().event(log_level::info, "lock granted", fsm_.dir(), fsm_.own_node());
             result = lease(std::move(ls));
         }
         if (in_initiation_) h_.post(s_->executor(), ec, std::move(result));

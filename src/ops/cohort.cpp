@@ -245,6 +245,7 @@ private:
         holders_.emplace(id, ls);
         s_->metrics().acquire_finished(policy_.kind(), *dir_, {}, now - w.started, false, false);
         s_->metrics().cohort_grant(n == 1);
+        s_->log().event(log_level::info, n == 1 ? "lock granted" : "lock granted by a local handoff", *dir_, inner_->node());
         w.h.post(s_->executor(), {}, lease(std::move(ls)));
     }
 

@@ -113,6 +113,11 @@ void lease_state::on_node_data(const std::string& data)
 void lease_state::on_revoked()
 {
     revoke_requested_ = true;
+    if (!local_release_ && s_->log().wants(log_level::info)) {
+        const auto slash = node_.rfind('/');
+        s_->log().event(log_level::info, "revocation requested: another client asks this holder to let go",
+                        std::string_view(node_).substr(0, slash == 0 ? 1 : slash), node_);
+    }
     auto waiters = std::move(revoke_waiters_);
     revoke_waiters_.clear();
     for (auto& w : waiters) w({});
@@ -161,6 +166,12 @@ void lease_state::set_lost(error_code reason)
 {
     if (status_ == lease_status::lost || status_ == lease_status::released) return;
     lost_reason_ = reason;
+    const auto& log = s_->log();
+    if (!reported_end_ && log.wants(log_level::warning)) {  // (a cohort's own node: its holders say it)
+        const auto slash = node_.rfind('/');
+        log.event(log_level::warning, "lock lost: " + reason.message(), std::string_view(node_).substr(0, slash == 0 ? 1 : slash),
+                  node_);
+    }
     report_end(reason);
     set_status(lease_status::lost);
     auto waiters = std::move(lost_waiters_);

@@ -381,7 +381,9 @@ acquire_fsm::action acquire_fsm::stat_candidate()
         own_unknown_ = false;
         if (abort_) return finish(abort_);
         if (++lost_creates_ >= max_lost_creates) return finish(errc::request_dropped);
-        return create();
+        auto a = create();
+        a.retry = true;
+        return a;
     }
     own_ = std::move(candidates_.front());
     candidates_.erase(candidates_.begin());

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 
 using namespace zklock;
 using namespace zklock::test;
@@ -298,15 +299,19 @@ TEST_CASE("an empty lease, watch or observer completes through the handler's exe
         CHECK(on_strand == 3);
 
         // With no executor of its own, the handler runs on asio::system_executor's thread (an
-        // empty object has no session, hence no executor of its own): never inside the call.
-        std::atomic<bool> done{false}, inside{true};
+        // empty object has no session, hence no executor of its own): never inside the call,
+        // which runs on this thread.
+        std::atomic<bool> done{false}, on_this_thread{false};
+        error_code seen;
+        const auto caller = std::this_thread::get_id();
         empty.async_release([&](error_code ec) {
-            CHECK(ec == errc::already_released);
-            CHECK_FALSE(inside);
+            seen = ec;
+            on_this_thread = std::this_thread::get_id() == caller;
             done = true;
         });
-        inside = false;
         for (int i = 0; i < 200 && !done; ++i) co_await sleep_for(std::chrono::milliseconds(5));
-        CHECK(done);
+        REQUIRE(done);
+        CHECK(seen == errc::already_released);
+        CHECK_FALSE(on_this_thread);
     });
 }

@@ -160,6 +160,9 @@ public:
         /// Its data changing means nothing: the driver just watches it again.
         std::string ahead;
         bool mark = false;  ///< with `arm`: read the lock path's handoff mark instead of listing
+        /// With `create`: again, because an earlier create's reply was lost and the listing shows
+        /// it was never applied.
+        bool retry = false;
     };
 
     acquire_fsm(std::shared_ptr<const std::string> dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
