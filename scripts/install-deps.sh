@@ -4,7 +4,8 @@
 #            /metrics page of examples/http_counter (scripts/test.sh passes it; the demo does not
 #            need it, and the test skips that one check, saying so, without it); man-db (man and
 #            groff), with which the cli tests render and lint the zklock(1) manual page;
-#            libspdlog-dev, for examples/spdlog_logger (session_config::logger wired to spdlog).
+#            libspdlog-dev, for examples/spdlog_logger (session_config::logger wired to spdlog);
+#            doxygen, with which scripts/docs.sh builds the API reference and fails on a warning.
 set -euo pipefail
 for_tests=0
 for a in "$@"; do
@@ -32,7 +33,8 @@ packages=(
 # ZKLOCK_SANITIZERS=1 (scripts/test-sanitizers.sh): clang and its runtimes for the libFuzzer targets
 # (GCC's ASan/UBSan/TSan runtimes come with g++).
 if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
-if [ "$for_tests" = 1 ]; then packages+=(prometheus man-db libspdlog-dev); fi
+# doxygen: scripts/test.sh builds the API reference (scripts/docs.sh) and fails on any warning.
+if [ "$for_tests" = 1 ]; then packages+=(prometheus man-db libspdlog-dev doxygen); fi
 
 missing=()
 for p in "${packages[@]}"; do
