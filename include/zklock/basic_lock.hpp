@@ -19,16 +19,18 @@ namespace zklock {
 /// its own node).
 class basic_lock {
 public:
-    using executor_type = asio::any_io_executor;
-    using duration = std::chrono::steady_clock::duration;
+    using executor_type = asio::any_io_executor;            ///< the executor type of the session
+    using duration = std::chrono::steady_clock::duration;  ///< the type of a timeout
 
     /// The session's executor.
     executor_type get_executor() const noexcept;
+    /// The lock path (empty for a moved-from lock).
     const std::string& path() const noexcept
     {
         static const std::string none;  // a moved-from lock
         return path_ ? *path_ : none;
     }
+    /// The options every acquire through this object uses (defaults for a moved-from lock).
     const lock_options& options() const noexcept
     {
         static const lock_options none;  // a moved-from lock
@@ -106,6 +108,7 @@ public:
     }
 
 protected:
+    /// For the recipes: binds the session, the path, the options and the recipe's queue policy.
     basic_lock(session& s, std::string path, lock_options options, detail::queue_policy policy)
         : s_(s.impl()), path_(std::make_shared<const std::string>(std::move(path))),
           options_(std::make_shared<const lock_options>(std::move(options))), policy_(policy),
@@ -113,6 +116,7 @@ protected:
     {
     }
 
+    /// For the recipes: starts an acquire with `policy` (a timeout <= 0 makes it a try).
     template <class Token>
     auto initiate(const detail::queue_policy& policy, bool try_only, std::optional<duration> timeout, Token&& token)
     {
@@ -126,8 +130,11 @@ protected:
             detail::initiation<&detail::initiate_acquire, detail::session_ptr>{s_}, token, std::move(req));
     }
 
+    /// For the recipes: the queue policy given at construction.
     const detail::queue_policy& policy() const noexcept { return policy_; }
+    /// For the recipes: the session's shared state.
     const detail::session_ptr& session_handle() const noexcept { return s_; }
+    /// For the recipes: the lock path, shared with every acquire.
     const std::shared_ptr<const std::string>& path_ptr() const noexcept { return path_; }
 
 private:

@@ -24,13 +24,13 @@ struct tls_options {
     /// Trusted CA certificates: a PEM file, a directory prepared with `openssl rehash`, or both.
     /// Both empty: OpenSSL's default trust store (/etc/ssl/certs on Debian).
     std::string ca_file;
-    std::string ca_dir;
+    std::string ca_dir;  ///< the directory of trusted CA certificates (see ca_file)
     /// The client certificate (PEM; a chain, leaf first) and its private key, for servers that
     /// ask for one (ssl.clientAuth). With one, the server's x509 provider knows the session as
     /// `x509:<subject>`, and the nodes zklock creates are writable only by that identity and
     /// readable by anyone (docs/security.md, "TLS: what it protects"). Both or neither.
     std::string cert_file;
-    std::string key_file;
+    std::string key_file;  ///< the client certificate's private key (PEM; see cert_file)
     /// Check that the server's certificate names the host (on by default). Turning it off leaves
     /// the chain checked, not who the server is.
     bool verify_host = true;
@@ -102,7 +102,7 @@ struct session_config {
     /// The C client's verbosity is process-wide: it is raised to the most verbose level any
     /// session asks for (with debug, every request is formatted).
     log_function logger;
-    log_level logger_level = log_level::info;
+    log_level logger_level = log_level::info;  ///< the least level `logger` receives
 
     /// Follow the ensemble's own configuration, as Curator's EnsembleTracker does: on every
     /// connect the session reads /zookeeper/config (the dynamic configuration, whatever the

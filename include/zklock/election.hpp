@@ -37,7 +37,9 @@ enum class election_names : std::uint8_t {
     kazoo,             ///< "x-<id>-__lock__<seq>": Kazoo's Election (a Kazoo Lock) sees them
 };
 
+/// An election's options (election's constructor).
 struct election_options {
+    /// How our candidate nodes are named (election_names).
     election_names names = election_names::curator_selector;
     /// Optional: told, on the session's executor, each time a waiting campaign has looked at the
     /// queue and must wait: its candidate node's path and how many candidates are ahead of it
@@ -53,6 +55,7 @@ struct leader_info {
     lock_library library = lock_library::zklock;  ///< which library made it
     zklock::stat stat;  ///< the node's stat (czxid: the leadership's fencing token; ephemeral_owner: its session)
 
+    /// True when there is a leader (node is not empty).
     explicit operator bool() const noexcept { return !node.empty(); }
 };
 
@@ -73,7 +76,9 @@ void stop_observer(observer_state& o) noexcept;
 /// updating the value observers see.
 class leadership : public lease {
 public:
+    /// An empty leadership, as an empty lease.
     leadership() noexcept = default;
+    /// Takes `l` over as a leadership with the default names (election_names::curator_selector).
     explicit leadership(lease l) noexcept : lease(std::move(l)) {}
 
     /// Whether we lead, as far as this process knows (lease::owns_lock: not released, not lost).
@@ -125,8 +130,11 @@ private:
 /// after a session expiry it lists again on the new session.
 class election_observer {
 public:
+    /// An empty observer: async_next fails with errc::invalid_argument.
     election_observer() noexcept = default;
+    /// Takes the observation over; the source is left empty.
     election_observer(election_observer&&) noexcept = default;
+    /// Stops this observer's observation, then takes `other`'s.
     election_observer& operator=(election_observer&& other) noexcept
     {
         if (this != &other) {
@@ -135,6 +143,7 @@ public:
         }
         return *this;
     }
+    /// Stops the observation: a pending async_next completes with operation_aborted.
     ~election_observer() { stop(); }
 
     /// Completes with the leader once it differs from what the previous call delivered (the first
@@ -178,12 +187,14 @@ private:
 /// independent (one object may run several, each its own candidate).
 class election : private basic_lock {
 public:
-    using basic_lock::duration;
-    using basic_lock::executor_type;
-    using basic_lock::get_executor;
-    using basic_lock::path;
+    using basic_lock::duration;       ///< the type of a timeout
+    using basic_lock::executor_type;  ///< the executor type of the session
+    using basic_lock::get_executor;   ///< the session's executor
+    using basic_lock::path;           ///< the election path
 
+    /// An election on `path` with default options.
     election(session& s, std::string path) : election(s, std::move(path), election_options{}) {}
+    /// An election on `path`; `options` applies to every campaign through this object.
     election(session& s, std::string path, election_options options)
         : basic_lock(s, std::move(path), lock_options{},
                      detail::queue_policy{detail::election_recipe, 1, static_cast<std::uint8_t>(options.names)}),

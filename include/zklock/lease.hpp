@@ -39,8 +39,9 @@ const char* to_string(lease_status s) noexcept;
 /// that is not greater. Without cohort mode `local` is always 0 and the pair orders like
 /// lease::fencing_token() alone.
 struct fence_token {
-    std::int64_t zxid = 0;
-    std::uint64_t local = 0;
+    std::int64_t zxid = 0;    ///< the creation zxid of the lease's node (lease::fencing_token())
+    std::uint64_t local = 0;  ///< the place among the node's local holders (0 without cohort mode)
+    /// Orders by zxid, then local.
     friend auto operator<=>(const fence_token&, const fence_token&) = default;
 };
 
@@ -90,18 +91,25 @@ inline constexpr std::string_view revocation_request = "zklock:revoke";
 /// Thread safety: use a lease from its session's executor.
 class lease {
 public:
+    /// An empty lease: holds nothing, status() released.
     lease() noexcept = default;
+    /// For the recipes: a lease on the given state.
     explicit lease(std::shared_ptr<detail::lease_state> s) noexcept;
+    /// Takes the lock over; the source is left empty.
     lease(lease&&) noexcept = default;
+    /// Releases the lock held (in the background, as the destructor), then takes `other`'s.
     lease& operator=(lease&& other) noexcept;
     lease(const lease&) = delete;
     lease& operator=(const lease&) = delete;
+    /// Releases a lock still held, in the background (see the class).
     ~lease();
 
     /// True while status() is held or suspended.
     bool owns_lock() const noexcept;
+    /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
 
+    /// Where the lease stands now (released for an empty lease).
     lease_status status() const noexcept;
     /// Creation zxid of our node: strictly increasing across holders of this lock path. 0 if empty.
     /// In cohort mode (lock_options::cohort) the local holders of one node share it: compare

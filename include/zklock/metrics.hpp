@@ -15,16 +15,16 @@ namespace zklock {
 /// observations <= `upper_bounds[i]`; `count` is every observation (the `+Inf` bucket), `sum` their
 /// total. Durations are in seconds.
 struct histogram_snapshot {
-    std::vector<double> upper_bounds;
-    std::vector<std::uint64_t> cumulative;
-    double sum = 0;
-    std::uint64_t count = 0;
+    std::vector<double> upper_bounds;       ///< the buckets' upper bounds, ascending
+    std::vector<std::uint64_t> cumulative;  ///< observations <= the bound of the same index
+    double sum = 0;                         ///< the total of every observation
+    std::uint64_t count = 0;                ///< every observation (the `+Inf` bucket)
 };
 
 /// Counters of one kind of acquire (monotonic since the session object was made).
 struct acquire_counters {
-    std::uint64_t started = 0;
-    std::uint64_t granted = 0;
+    std::uint64_t started = 0;    ///< acquires initiated
+    std::uint64_t granted = 0;    ///< acquires that completed with a lease
     std::uint64_t timed_out = 0;  ///< errc::timeout
     std::uint64_t cancelled = 0;  ///< asio::error::operation_aborted
     std::uint64_t failed = 0;     ///< any other error (would_block included: see failed_by_error)
@@ -32,7 +32,7 @@ struct acquire_counters {
 
 /// One lock path with acquires waiting or leases held by this session right now.
 struct path_gauges {
-    std::string path;
+    std::string path;           ///< the lock path
     std::uint64_t waiters = 0;  ///< acquires started and not finished
     std::uint64_t holders = 0;  ///< leases granted and neither released nor lost
 };
@@ -53,20 +53,20 @@ struct metrics_snapshot {
     /// Grants to a waiter that found itself behind another node (a handoff): with a listing of the
     /// lock path, or without (the watched node was the head of its listing, or left with a handoff
     /// mark; docs/handoff.md).
-    std::uint64_t handoffs_with_listing = 0;
-    std::uint64_t handoffs_without_listing = 0;
+    std::uint64_t handoffs_with_listing = 0;     ///< handoffs that listed the lock path
+    std::uint64_t handoffs_without_listing = 0;  ///< handoffs granted with no listing
 
     /// Cohort mode (lock_options::cohort): grants of the local queue, as the first holder of a
     /// node the cohort just got from ZooKeeper (a turn), or handed on locally to the next local
     /// waiter on the same node, with no ZooKeeper request. Both are also counted as granted above.
-    std::uint64_t cohort_turn_grants = 0;
-    std::uint64_t cohort_local_handoffs = 0;
+    std::uint64_t cohort_turn_grants = 0;     ///< first local holder of a node got from ZooKeeper
+    std::uint64_t cohort_local_handoffs = 0;  ///< handed on locally, no ZooKeeper request
 
     /// Leases lost, by reason: another client deleted the node (errc::lock_lost), the session
     /// expired or was presumed expired (errc::session_expired), the session was closed while held.
-    std::uint64_t leases_lost_node_deleted = 0;
-    std::uint64_t leases_lost_session_expired = 0;
-    std::uint64_t leases_lost_session_closed = 0;
+    std::uint64_t leases_lost_node_deleted = 0;     ///< errc::lock_lost
+    std::uint64_t leases_lost_session_expired = 0;  ///< errc::session_expired (presumed included)
+    std::uint64_t leases_lost_session_closed = 0;   ///< errc::session_closed
 
     std::uint64_t reconnects = 0;          ///< connected again after a connection loss (same or new ZooKeeper session)
     std::uint64_t session_expiries = 0;    ///< the server said the ZooKeeper session expired
@@ -78,8 +78,8 @@ struct metrics_snapshot {
     /// deleted (the server did not answer within the cleanup grace), and multi_lock releases not
     /// confirmed within it: the deletion went on in the background. `background_cleanups_pending`: those whose deletion has not finished yet (it
     /// is retried across reconnects; an expiry of the session ends it, the node going with it).
-    std::uint64_t background_cleanups = 0;
-    std::uint64_t background_cleanups_pending = 0;
+    std::uint64_t background_cleanups = 0;          ///< deletions that went on in the background
+    std::uint64_t background_cleanups_pending = 0;  ///< those not finished yet (a gauge)
 
     /// Requests handed to the C client, by type: "create", "delete", "exists", "get_data",
     /// "set_data", "get_children" (listings included), "multi", "sync" (the leader probes sent

@@ -26,13 +26,17 @@ struct lock_spec {
     /// differ so that Apache Curator tells its InterProcessMutex and InterProcessReadWriteLock
     /// apart: see docs/guide.md, "Mixed fleets"); permit: a semaphore permit.
     enum class kind { exclusive, shared, permit, writer };
-    kind type = kind::exclusive;
-    std::string path;
+    kind type = kind::exclusive;  ///< how this lock is taken
+    std::string path;             ///< the lock path
     std::uint32_t permits = 1;  ///< for kind::permit: the semaphore's permit count
 
+    /// An exclusive lock on `path`, as a mutex takes it.
     static lock_spec exclusive(std::string path) { return {kind::exclusive, std::move(path), 1}; }
+    /// The write side of a shared_mutex on `path`.
     static lock_spec writer(std::string path) { return {kind::writer, std::move(path), 1}; }
+    /// The read side of a shared_mutex on `path`.
     static lock_spec shared(std::string path) { return {kind::shared, std::move(path), 1}; }
+    /// One permit of a semaphore of `permits` permits on `path`.
     static lock_spec semaphore(std::string path, std::uint32_t permits) { return {kind::permit, std::move(path), permits}; }
 };
 
@@ -42,18 +46,22 @@ void initiate_multi_acquire(session_ptr s, std::vector<lock_spec> specs, lock_op
                             handler<error_code, std::vector<lease>> h);
 }
 
+/// Several locks bound to a session, acquired all or nothing under one deadline. Cheap, like a
+/// lock object: every acquire is independent.
 class multi_lock {
 public:
-    using executor_type = asio::any_io_executor;
-    using duration = std::chrono::steady_clock::duration;
+    using executor_type = asio::any_io_executor;  ///< the executor type of the session
+    using duration = std::chrono::steady_clock::duration;  ///< the type of a timeout
 
     /// `options` applies to every lock of the set.
     multi_lock(session& s, std::vector<lock_spec> specs) : s_(s.impl()), specs_(std::move(specs)) {}
+    /// As above, with `options` for every lock of the set.
     multi_lock(session& s, std::vector<lock_spec> specs, lock_options options)
         : s_(s.impl()), specs_(std::move(specs)), options_(std::move(options))
     {
     }
 
+    /// The locks, in the order given (the order of the leases an acquire completes with).
     const std::vector<lock_spec>& specs() const noexcept { return specs_; }
 
     /// Acquires every lock within `timeout` in total, one after another in canonical order.

@@ -23,6 +23,7 @@ class mutex : public basic_lock {
 public:
     /// `options` applies to every acquire made through this object.
     mutex(session& s, std::string path) : mutex(s, std::move(path), lock_options{}) {}
+    /// As above, with `options` for every acquire made through this object.
     mutex(session& s, std::string path, lock_options options)
         : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::mutex_recipe})
     {

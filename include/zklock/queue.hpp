@@ -38,30 +38,31 @@ using queue_library = lock_library;
 
 /// One node of a lock's queue.
 struct queue_entry {
+    /// Where the node stands in the queue.
     enum class state {
         holder,   ///< holds the lock, or a permit (by the rule every participant applies)
         waiting,  ///< queued behind a holder
         unknown,  ///< a permit node, and the path stores no permit count
     };
     std::string name;  ///< the child name under the lock path
-    lock_kind kind = lock_kind::exclusive;
-    lock_library library = lock_library::zklock;
+    lock_kind kind = lock_kind::exclusive;        ///< what the node asks for
+    lock_library library = lock_library::zklock;  ///< which library made it (by its name)
     /// The recipe its name says it belongs to: "mutex", "shared_mutex", "semaphore" or
     /// "election" (static storage). Another library's node is named by the recipe its name
     /// matches: Curator's LeaderSelector and Kazoo's Election queue mutex nodes.
     std::string_view recipe;
     std::int64_t sequence = 0;  ///< ZooKeeper's sequence number: the queue order
-    state status = state::waiting;
+    state status = state::waiting;  ///< holder, waiting, or unknown
     /// The node's data (zklock: lock_options::owner_info, "<host>:<pid>" by default) and stat
     /// (ctime: when it queued; ephemeral_owner: its session), read after the listing.
     std::string data;
-    zklock::stat stat;
+    zklock::stat stat;  ///< the node's stat (see data)
     bool gone = false;  ///< deleted between the listing and the read of its data
 };
 
 /// A lock's queue, in queue order.
 struct queue_listing {
-    std::vector<queue_entry> entries;
+    std::vector<queue_entry> entries;  ///< the queue nodes, in queue order
     std::uint32_t permits = 0;        ///< the permit count a semaphore stored at the path (0: none)
     std::size_t other_children = 0;   ///< children that are not queue nodes (ignored by every lock)
 };

@@ -41,11 +41,13 @@ public:
         : semaphore(s, std::move(path), permits, lock_options{})
     {
     }
+    /// As above, with `options` for every acquire made through this object.
     semaphore(session& s, std::string path, std::uint32_t permits, lock_options options)
         : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::semaphore_recipe, permits})
     {
     }
 
+    /// The permit count this object acquires with.
     std::uint32_t permits() const noexcept { return policy().permits; }
 };
 

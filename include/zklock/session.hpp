@@ -38,8 +38,10 @@ namespace asio = boost::asio;
 class watch {
 public:
     watch() = default;
+    /// For the session: a watch on the given state.
     explicit watch(std::shared_ptr<detail::watch_state> s) noexcept : state_(std::move(s)) {}
 
+    /// False for an empty (default-constructed) watch.
     bool valid() const noexcept { return state_ != nullptr; }
 
     /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the watch
@@ -90,7 +92,7 @@ private:
 /// time of the last one answered is what the leases' loss notice counts from (docs/liveness.md).
 class session {
 public:
-    using executor_type = asio::any_io_executor;
+    using executor_type = asio::any_io_executor;  ///< the type of the session's executor
 
     /// Does not connect; call async_connect. Without a config: session_config{}.
     ///
@@ -104,19 +106,24 @@ public:
     /// (`session zk{co_await this_coro::executor, {.servers = ...}}`) still is not, under GCC 12:
     /// build it in a named variable first (or take the executor into a local first).
     session(executor_type ex) : session(std::move(ex), session_config{}) {}
+    /// A session on `ex` with `config`. Does not connect.
     session(executor_type ex, const session_config& config);
+    /// A session on `ctx`'s executor with session_config{}. Does not connect.
     template <class ExecutionContext>
         requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
     session(ExecutionContext& ctx) : session(ctx.get_executor(), session_config{})
     {
     }
+    /// A session on `ctx`'s executor with `config`. Does not connect.
     template <class ExecutionContext>
         requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
     session(ExecutionContext& ctx, const session_config& config) : session(ctx.get_executor(), config)
     {
     }
 
+    /// Takes the ZooKeeper session over; the source is left without one.
     session(session&&) noexcept = default;
+    /// Closes the session it replaces (as the destructor), then takes the source's.
     session& operator=(session&&) noexcept;
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -129,7 +136,9 @@ public:
     /// assignment closes the session it replaces the same way.
     ~session();
 
+    /// The session's executor.
     executor_type get_executor() const noexcept;
+    /// The configuration (servers: as set_servers last set them).
     const session_config& config() const noexcept;
 
     /// The current state (see session_state).

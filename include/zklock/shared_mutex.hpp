@@ -26,6 +26,7 @@ class shared_mutex : public basic_lock {
 public:
     /// `options` applies to every acquire made through this object.
     shared_mutex(session& s, std::string path) : shared_mutex(s, std::move(path), lock_options{}) {}
+    /// As above, with `options` for every acquire made through this object.
     shared_mutex(session& s, std::string path, lock_options options)
         : basic_lock(s, std::move(path), std::move(options), detail::queue_policy{detail::writer_recipe})
     {
