@@ -37,15 +37,14 @@ public:
         return options_ ? *options_ : none;
     }
 
-    /// Acquires the lock, waiting at most `timeout` (measured from the call, exact across any
-    /// number of predecessor changes). A timeout <= 0 behaves like async_try_acquire.
+    /// Acquires the lock, waiting at most `timeout`.
     ///
     /// Completion signature: void(error_code, lease). On success the lease holds the lock.
     ///
     /// Executor: the handler's associated executor (default: the session's). Never completes
     /// inside this call.
     ///
-    /// Per-operation cancellation: terminal, partial and total are all honoured, the same way:
+    /// Cancellation: per-operation; terminal, partial and total are all honoured, the same way:
     ///   | state                       | on cancel                                                |
     ///   |-----------------------------|----------------------------------------------------------|
     ///   | before the create is sent   | completes with operation_aborted, nothing was created     |
@@ -57,8 +56,9 @@ public:
     ///   | re-checking the queue       | deletes our node once the reply is in, then completes     |
     ///   | connection lost             | deletes our node after reconnecting (or learns that the   |
     ///   |                             | session expired and the node went with it)                |
-    /// So a cancelled acquire leaves no node behind. The timeout takes the same path and completes
-    /// with errc::timeout.
+    /// So a cancelled acquire leaves no node behind. The timeout (measured from the call, exact
+    /// across any number of predecessor changes; a timeout <= 0 behaves like async_try_acquire)
+    /// takes the same path and completes with errc::timeout.
     ///
     /// The deadline holds whatever the server or the network does: if the server has not
     /// confirmed within 250 ms of the cancellation or the timeout that our node is gone (a frozen
@@ -81,6 +81,7 @@ public:
     ///
     /// Lifetimes: the lock object may be destroyed while the operation runs; the session's state
     /// is kept alive by the operation.
+    ///
     /// Thread safety: call from the session's executor (or its strand).
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire(duration timeout, Token&& token = {})
@@ -88,19 +89,44 @@ public:
         return initiate(policy_, false, timeout, std::forward<Token>(token));
     }
 
-    /// Acquires the lock, waiting until granted or cancelled. As above, without a deadline.
+    /// Acquires the lock, waiting until granted or cancelled.
+    ///
+    /// Completion signature: void(error_code, lease), as async_acquire(duration, Token&&).
+    ///
+    /// Executor: as async_acquire(duration, Token&&).
+    ///
+    /// Cancellation: as async_acquire(duration, Token&&), without a deadline.
+    ///
+    /// Errors: as async_acquire(duration, Token&&), without errc::timeout.
+    ///
+    /// Lifetimes: as async_acquire(duration, Token&&).
+    ///
+    /// Thread safety: as async_acquire(duration, Token&&).
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire(Token&& token = {})
     {
         return initiate(policy_, false, std::nullopt, std::forward<Token>(token));
     }
 
-    /// Acquires the lock only if it is free now: one round trip (a semaphore's first acquire: two);
-    /// errc::would_block if it is held (our node is deleted again before completing).
-    /// Its deadline is a third of the session timeout (negotiated_timeout(), or the configured one
-    /// before the first connect): a server that has not answered by then (frozen, cut off, or no
-    /// connection yet) ends it with errc::timeout, within the cleanup grace below, and a node it
-    /// may have created is deleted in the background. Otherwise as async_acquire.
+    /// Acquires the lock only if it is free now.
+    ///
+    /// Completion signature: void(error_code, lease), after one round trip (a semaphore's first
+    /// acquire: two).
+    ///
+    /// Executor: as async_acquire.
+    ///
+    /// Cancellation: as async_acquire. Its deadline is a third of the session timeout
+    /// (negotiated_timeout(), or the configured one before the first connect): a server that has
+    /// not answered by then (frozen, cut off, or no connection yet) ends it with errc::timeout,
+    /// within the cleanup grace of async_acquire, and a node it may have created is deleted in the
+    /// background.
+    ///
+    /// Errors: errc::would_block if the lock is held (our node is deleted again before
+    /// completing); otherwise as async_acquire.
+    ///
+    /// Lifetimes: as async_acquire.
+    ///
+    /// Thread safety: as async_acquire.
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_try_acquire(Token&& token = {})
     {

@@ -84,27 +84,45 @@ public:
     /// Whether we lead, as far as this process knows (lease::owns_lock: not released, not lost).
     bool is_leader() const noexcept { return owns_lock(); }
 
-    /// Gives leadership up: deletes our candidate node (lease::async_release), so the next
-    /// candidate in queue order leads. Completion signature: void(error_code); as async_release.
+    /// Gives leadership up: deletes our candidate node, so the next candidate in queue order leads.
+    ///
+    /// Completion signature: void(error_code); it is lease::async_release, as documented there.
+    ///
+    /// Executor: as lease::async_release.
+    ///
+    /// Cancellation: as lease::async_release.
+    ///
+    /// Errors: as lease::async_release.
+    ///
+    /// Lifetimes: as lease::async_release.
+    ///
+    /// Thread safety: as lease::async_release.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_resign(Token&& token = {})
     {
         return async_release(std::forward<Token>(token));
     }
 
-    /// Stores `value` as the leader's value (our node's data), while we still lead: one guarded
-    /// transaction (see lease::async_guarded_multi), so a leader that has lost its node writes
-    /// nothing. Observers see the new value.
+    /// Stores `value` as the leader's value (our node's data), while we still lead.
     ///
-    /// Completion signature: void(error_code).
+    /// Completion signature: void(error_code). One guarded transaction (see
+    /// lease::async_guarded_multi), so a leader that has lost its node writes nothing. Observers
+    /// see the new value.
+    ///
+    /// Executor: the handler's associated executor (default: the session's).
+    ///
+    /// Cancellation: not cancellable: the write's outcome is the server's.
+    ///
     /// Errors: errc::lock_lost (our node is gone: nothing was written), errc::session_expired,
     /// errc::already_released (empty or resigned: nothing sent), errc::not_supported (an election
     /// named for Curator's LeaderLatch: a LeaderLatch candidate waiting on our node would stop
     /// watching it at the write, and the election would stall; nothing sent),
-    /// errc::request_too_large; a
-    /// connection loss (zk_errc::connection_loss) leaves the outcome unknown, as for any write.
-    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
-    /// the write's outcome is the server's. Thread safety: from the session's executor.
+    /// errc::request_too_large; a connection loss (zk_errc::connection_loss) leaves the outcome
+    /// unknown, as for any write.
+    ///
+    /// Lifetimes: as lease's class says (the operation keeps the lease's state alive).
+    ///
+    /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_proclaim(std::string value, Token&& token = {})
     {
@@ -146,24 +164,31 @@ public:
     /// Stops the observation: a pending async_next completes with operation_aborted.
     ~election_observer() { stop(); }
 
-    /// Completes with the leader once it differs from what the previous call delivered (the first
-    /// call: once the observer has looked). Changes in between are not queued: the latest state is
-    /// delivered, so a slow reader never misses the last change and never reads a stale one. An
-    /// empty leader_info means the election has no leader now.
+    /// Completes with the leader once it differs from what the previous call delivered.
     ///
-    /// Completion signature: void(error_code, leader_info).
-    /// Errors: errc::session_closed (the session was closed: the observation ends),
-    /// errc::not_connected (the session was never connected), errc::chroot_missing (the server
-    /// list's chroot does not exist),
-    /// errc::operation_in_progress (another async_next is pending), errc::invalid_path (the
-    /// election's path), zk_errc::no_auth, asio::error::operation_aborted (cancelled, or the
-    /// observer was destroyed).
+    /// Completion signature: void(error_code, leader_info). The first call completes once the
+    /// observer has looked. Changes in between are not queued: the latest state is delivered, so a
+    /// slow reader never misses the last change and never reads a stale one. An empty leader_info
+    /// means the election has no leader now.
+    ///
     /// Executor: the handler's associated executor (default: the session's); never completes
     /// inside this call. An empty observer (default-constructed or moved from: errc::invalid_argument)
     /// has no executor of its own: as for an empty lease, a handler with no associated executor
     /// runs on asio::system_executor.
+    ///
     /// Cancellation: terminal, partial and total alike complete at once with operation_aborted;
     /// the observation goes on (the change is delivered by the next call).
+    ///
+    /// Errors: errc::session_closed (the session was closed: the observation ends),
+    /// errc::not_connected (the session was never connected), errc::chroot_missing (the server
+    /// list's chroot does not exist),
+    /// errc::operation_in_progress (another async_next is pending), errc::invalid_path (the
+    /// election's path), zk_errc::no_auth, errc::invalid_argument (an empty observer),
+    /// asio::error::operation_aborted (cancelled, or the observer was destroyed).
+    ///
+    /// Lifetimes: the observer may be destroyed while the operation runs: it then completes with
+    /// operation_aborted.
+    ///
     /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
     auto async_next(Token&& token = {})
@@ -202,15 +227,25 @@ public:
     {
     }
 
-    /// Campaigns with `value` (empty: "<hostname>:<pid>"): queues our candidate node holding it
-    /// and completes once it leads, waiting at most `timeout` (<= 0: only if nobody leads now).
+    /// Campaigns with `value` and completes once it leads, waiting at most `timeout`.
     ///
-    /// Completion signature: void(error_code, leadership).
-    /// Everything basic_lock::async_acquire documents holds, the same way: the executor, the
-    /// per-state cancellation table (a cancelled or timed-out campaign leaves no candidate node
-    /// behind), the deadline that holds whatever the network does, the errors (errc::timeout,
-    /// errc::would_block, errc::request_too_large for a value that does not fit, ...), lifetimes
-    /// and thread safety. Cohort mode does not apply.
+    /// Completion signature: void(error_code, leadership). Queues our candidate node holding
+    /// `value` (empty: "<hostname>:<pid>"); a timeout <= 0 leads only if nobody leads now.
+    /// Everything basic_lock::async_acquire documents holds, the same way; cohort mode does not
+    /// apply.
+    ///
+    /// Executor: as basic_lock::async_acquire.
+    ///
+    /// Cancellation: as basic_lock::async_acquire: the per-state cancellation table (a cancelled or
+    /// timed-out campaign leaves no candidate node behind), and the deadline that holds whatever
+    /// the network does.
+    ///
+    /// Errors: as basic_lock::async_acquire (errc::timeout, errc::would_block,
+    /// errc::request_too_large for a value that does not fit, ...).
+    ///
+    /// Lifetimes: as basic_lock::async_acquire.
+    ///
+    /// Thread safety: as basic_lock::async_acquire.
     template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
     auto async_campaign(std::string value, duration timeout, Token&& token = {})
     {
@@ -218,33 +253,64 @@ public:
                         std::forward<Token>(token));
     }
     /// Campaigns with `value`, waiting until we lead or the operation is cancelled.
+    ///
+    /// Completion signature: void(error_code, leadership), as
+    /// async_campaign(std::string, duration, Token&&).
+    ///
+    /// Executor: as basic_lock::async_acquire.
+    ///
+    /// Cancellation: as basic_lock::async_acquire, without a deadline.
+    ///
+    /// Errors: as basic_lock::async_acquire, without errc::timeout.
+    ///
+    /// Lifetimes: as basic_lock::async_acquire.
+    ///
+    /// Thread safety: as basic_lock::async_acquire.
     template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
     auto async_campaign(std::string value, Token&& token = {})
     {
         return campaign(std::move(value), false, std::nullopt, std::forward<Token>(token));
     }
-    /// Leads only if nobody leads now: errc::would_block otherwise (our candidate node is deleted
-    /// again before completing). As basic_lock::async_try_acquire.
+    /// Leads only if nobody leads now.
+    ///
+    /// Completion signature: void(error_code, leadership), as
+    /// async_campaign(std::string, duration, Token&&).
+    ///
+    /// Executor: as basic_lock::async_try_acquire.
+    ///
+    /// Cancellation: as basic_lock::async_try_acquire (its deadline included).
+    ///
+    /// Errors: errc::would_block if someone leads (our candidate node is deleted again before
+    /// completing); otherwise as basic_lock::async_try_acquire.
+    ///
+    /// Lifetimes: as basic_lock::async_try_acquire.
+    ///
+    /// Thread safety: as basic_lock::async_try_acquire.
     template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
     auto async_try_campaign(std::string value, Token&& token = {})
     {
         return campaign(std::move(value), true, std::nullopt, std::forward<Token>(token));
     }
 
-    /// Who leads now: one listing of the candidates, then the leader's node (and the next one's,
-    /// if it went in between).
+    /// Who leads now.
     ///
-    /// Completion signature: void(error_code, leader_info).
-    /// Errors: errc::no_leader (no candidate, or no such path: an election path exists only while
-    /// it has candidates, as a lock path), errc::invalid_path (nothing
-    /// sent), errc::not_connected, errc::session_expired, errc::session_closed, errc::chroot_missing,
-    /// zk_errc::no_auth, connection errors.
+    /// Completion signature: void(error_code, leader_info), after one listing of the candidates,
+    /// then a read of the leader's node (and of the next one's, if it went in between).
+    ///
     /// Executor: the handler's associated executor (default: the session's); never completes
     /// inside this call.
+    ///
     /// Cancellation: terminal, partial and total alike complete at once with operation_aborted
     /// (nothing to undo: replies that come later are dropped).
-    /// Lifetimes: the session's state is kept alive by the operation. Thread safety: from the
-    /// session's executor.
+    ///
+    /// Errors: errc::no_leader (no candidate, or no such path: an election path exists only while
+    /// it has candidates, as a lock path), errc::invalid_path (nothing sent),
+    /// errc::not_connected, errc::session_expired, errc::session_closed, errc::chroot_missing,
+    /// zk_errc::no_auth, connection errors.
+    ///
+    /// Lifetimes: the session's state is kept alive by the operation.
+    ///
+    /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
     auto async_leader(Token&& token = {})
     {

@@ -122,15 +122,25 @@ public:
     /// Why the lease was lost (empty unless status() == lost).
     error_code lost_reason() const noexcept;
 
-    /// Deletes our node; status() is released from the call on, and pending waits complete with
-    /// operation_aborted. Completion signature: void(error_code). Retries across connection loss;
-    /// succeeds when the node is gone (also when the session ended, which removed it): during an
-    /// outage, that is when the server is back or the session has ended.
-    /// Errors: errc::already_released (empty or already released lease: nothing sent),
-    /// zk_errc::no_auth (someone re-ACLed our node).
+    /// Releases the lock: deletes our node.
+    ///
+    /// Completion signature: void(error_code). status() is released from the call on, and pending
+    /// waits complete with operation_aborted. Retries across connection loss; succeeds when the
+    /// node is gone (also when the session ended, which removed it): during an outage, that is
+    /// when the server is back or the session has ended.
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation (any type) stops the wait, not the release: completes at once with
     /// operation_aborted, and the deletion goes on in the background (so a release raced against
     /// a timer with `||` returns when the timer fires).
+    ///
+    /// Errors: errc::already_released (empty or already released lease: nothing sent),
+    /// zk_errc::no_auth (someone re-ACLed our node).
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_release(Token&& token = {})
     {
@@ -138,14 +148,24 @@ public:
             op<&detail::initiate_release>{state_}, token);
     }
 
-    /// Completes when the lock is lost, with the reason: errc::lock_lost (our node was deleted),
-    /// errc::session_expired (expired, or presumed expired: half the session timeout after the
-    /// send time of the last request the leader answered, or 9/10 of it after the server was last
-    /// heard from, so that the holder is told before the leader can act; docs/liveness.md),
-    /// errc::session_closed. Completes with asio::error::operation_aborted when the
-    /// lease is released first; at once with the reason if it is lost already.
-    /// Completion signature: void(error_code). The first such wait sets a data watch on our node
-    /// (one read). Cancellation (any type): completes at once with operation_aborted.
+    /// Completes when the lock is lost, with the reason.
+    ///
+    /// Completion signature: void(error_code): at once with the reason if the lock is lost
+    /// already. The first such wait sets a data watch on our node (one read).
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: the reason: errc::lock_lost (our node was deleted), errc::session_expired (expired,
+    /// or presumed expired: half the session timeout after the send time of the last request the
+    /// leader answered, or 9/10 of it after the server was last heard from, so that the holder is
+    /// told before the leader can act; docs/liveness.md), errc::session_closed;
+    /// asio::error::operation_aborted when the lease is released first.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_wait_lost(Token&& token = {})
     {
@@ -153,13 +173,23 @@ public:
             op<&detail::initiate_wait_lost>{state_}, token);
     }
 
-    /// Cooperative revocation: completes (with an empty error) when another client has asked the
-    /// holder to give the lock up by writing zklock::revocation_request into our node, e.g.
+    /// Cooperative revocation: completes when another client asks the holder to give the lock up.
+    ///
+    /// Completion signature: void(error_code), with an empty error when another client has written
+    /// zklock::revocation_request into our node, e.g.
     /// `co_await other.async_set_data(node, std::string(zklock::revocation_request))`. Nothing is
-    /// enforced: the holder decides when to release. Completes with asio::error::operation_aborted
-    /// if the lease is released first, with the loss reason if the lock is lost first.
-    /// Completion signature: void(error_code). Cancellation (any type): completes at once with
-    /// operation_aborted.
+    /// enforced: the holder decides when to release.
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: asio::error::operation_aborted if the lease is released first; the loss reason (as
+    /// async_wait_lost) if the lock is lost first.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_wait_revocation(Token&& token = {})
     {
@@ -167,22 +197,28 @@ public:
             op<&detail::initiate_wait_revocation>{state_}, token);
     }
 
-    /// Guarded write: runs `ops` as one ZooKeeper transaction that commits only while our queue
-    /// node still exists. The server checks it (a `check` op on our node, any version, first in
-    /// the same multi), so a holder that has lost the lock cannot write even before its process
-    /// has heard of the loss (a paused process, a session expired while cut off): for state kept
-    /// in ZooKeeper itself this is stronger than the fencing token, which needs a resource that
-    /// compares it.
+    /// Guarded write: runs `ops` as one transaction that commits only while our node exists.
     ///
     /// Completion signature: void(error_code, std::vector<multi_result>) with one result per op of
-    /// `ops` (the check is not included), as session::async_multi.
+    /// `ops` (the check is not included), as session::async_multi. The server checks our node (a
+    /// `check` op on it, any version, first in the same multi), so a holder that has lost the lock
+    /// cannot write even before its process has heard of the loss (a paused process, a session
+    /// expired while cut off): for state kept in ZooKeeper itself this is stronger than the
+    /// fencing token, which needs a resource that compares it.
+    ///
+    /// Executor: as the class says. (the handler's associated executor, default: the session's).
+    ///
+    /// Cancellation: not cancellable: the transaction's outcome is the server's.
+    ///
     /// Errors: errc::lock_lost (our node is gone: nothing was applied, and status() becomes lost),
     /// errc::session_expired, errc::already_released (empty or released lease: nothing sent),
     /// errc::invalid_argument (no ops), errc::request_too_large, and the first failing op's
     /// zk_errc otherwise (then nothing was applied either). A connection loss
     /// (zk_errc::connection_loss) leaves the outcome unknown, as for any write.
-    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
-    /// the transaction's outcome is the server's. Thread safety: from the session's executor.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
     auto async_guarded_multi(std::vector<multi_op> ops, Token&& token = {})
     {
@@ -190,12 +226,14 @@ public:
             op<&detail::initiate_guarded_multi>{state_}, token, std::move(ops));
     }
 
-    /// A shared_mutex writer's lease becomes a reader's, with no writer let in between: the lease
-    /// keeps its node, its place and its fencing token, and now shares the lock with readers.
-    /// zklock readers queued behind it (up to the next writer) are granted at once, and later
-    /// readers too; a writer queued behind it still waits for its release. (Curator's
-    /// InterProcessReadWriteLock downgrades by taking a new read lock and releasing the write
-    /// lock, which lets a writer queued meanwhile hold the lock with the downgraded reader.)
+    /// A shared_mutex writer's lease becomes a reader's, with no writer let in between.
+    ///
+    /// Completion signature: void(error_code). On success the lease keeps its node, its place and
+    /// its fencing token, and now shares the lock with readers. zklock readers queued behind it (up
+    /// to the next writer) are granted at once, and later readers too; a writer queued behind it
+    /// still waits for its release. (Curator's InterProcessReadWriteLock downgrades by taking a new
+    /// read lock and releasing the write lock, which lets a writer queued meanwhile hold the lock
+    /// with the downgraded reader.)
     ///
     /// How: one write of our node's data (a downgrade mark, then the owner text it held), which
     /// a reader waiting on our node reads with its watch. Readers of other libraries do not know
@@ -203,13 +241,18 @@ public:
     /// afterwards replaces the mark: readers not granted yet then wait for the release too.
     /// Downgrading a downgraded lease succeeds at once.
     ///
-    /// Completion signature: void(error_code).
+    /// Executor: as the class says. (the handler's associated executor, default: the session's).
+    ///
+    /// Cancellation: not cancellable: the write's outcome is the server's.
+    ///
     /// Errors: errc::invalid_argument (not a shared_mutex writer's lease: a mutex's, a reader's,
     /// a permit's, or a cohort lease), errc::already_released, errc::lock_lost (our node is gone:
     /// nothing was written), errc::session_expired, connection errors (a connection loss leaves
     /// the outcome unknown: downgrade again).
-    /// Executor: the handler's associated executor (default: the session's). Not cancellable:
-    /// the write's outcome is the server's. Thread safety: from the session's executor.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_downgrade(Token&& token = {})
     {
@@ -221,8 +264,18 @@ public:
     bool revocation_requested() const noexcept;
 
     /// Completes at the next change of status(), with the new status.
-    /// Completion signature: void(error_code, lease_status). Errors: errc::already_released for an
-    /// empty lease. Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Completion signature: void(error_code, lease_status).
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: errc::already_released for an empty lease.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, lease_status)> Token = asio::deferred_t>
     auto async_wait_status_change(Token&& token = {})
     {

@@ -71,8 +71,10 @@ public:
     /// A timeout <= 0 tries each lock once, as basic_lock::async_try_acquire does
     /// (errc::would_block if one is held; what was taken is released); duration::max() waits
     /// without a practical limit.
+    ///
     /// Executor: the handler's associated executor (default: the session's); never completes
     /// inside this call.
+    ///
     /// Cancellation: terminal, partial and total alike. The acquire in flight is cancelled (it
     /// deletes its node, as basic_lock::async_acquire documents per state), then every lease
     /// taken so far is released, then the operation completes with operation_aborted.
@@ -80,17 +82,33 @@ public:
     /// of its deadline or cancellation whatever the server does, plus one more grace for the
     /// releases of what was taken: a release the server has not confirmed by then goes on in the
     /// background (counted in metrics_snapshot::background_cleanups).
+    ///
     /// Errors: those of the single acquires (the first one that failed; what was taken is
     /// released first); errc::timeout when the deadline passes between two acquires;
     /// errc::invalid_argument for an empty set or the same path listed twice (nothing sent).
+    ///
     /// Lifetimes: the multi_lock object may be destroyed while the operation runs.
+    ///
     /// Thread safety: call from the session's executor.
     template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
     auto async_acquire(duration timeout, Token&& token = {})
     {
         return initiate(timeout, std::forward<Token>(token));
     }
-    /// As above, without a deadline.
+    /// Acquires every lock, one after another in canonical order, without a deadline.
+    ///
+    /// Completion signature: void(error_code, std::vector<lease>), as
+    /// async_acquire(duration, Token&&).
+    ///
+    /// Executor: as async_acquire(duration, Token&&).
+    ///
+    /// Cancellation: as async_acquire(duration, Token&&), without a deadline.
+    ///
+    /// Errors: as async_acquire(duration, Token&&), without errc::timeout.
+    ///
+    /// Lifetimes: as async_acquire(duration, Token&&).
+    ///
+    /// Thread safety: as async_acquire(duration, Token&&).
     template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
     auto async_acquire(Token&& token = {})
     {

@@ -74,19 +74,25 @@ namespace detail {
 void initiate_list_queue(session_ptr s, std::string path, handler<error_code, queue_listing> h);
 }
 
-/// Lists the queue at lock path `path`: one listing, then the data of the path and of every queue
-/// node, pipelined (a queue of N costs N + 2 requests and about one round trip).
+/// Lists the queue at lock path `path`.
 ///
-/// Completion signature: void(error_code, queue_listing).
+/// Completion signature: void(error_code, queue_listing). One listing, then the data of the
+/// path and of every queue node, pipelined (a queue of N costs N + 2 requests and about one
+/// round trip).
+///
 /// Executor: the handler's associated executor (default: the session's); never completes inside
 /// this call.
+///
 /// Cancellation: terminal, partial and total alike complete at once with operation_aborted (the
 /// listing has no side effect; replies that come later are dropped).
+///
 /// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path),
 /// errc::chroot_missing (the server list's chroot does not exist), errc::not_connected,
 /// errc::session_expired, errc::session_closed, zk_errc::no_auth, connection errors.
-/// Lifetimes: the session's state is kept alive by the operation. Thread safety: call from the
-/// session's executor.
+///
+/// Lifetimes: the session's state is kept alive by the operation.
+///
+/// Thread safety: call from the session's executor.
 template <asio::completion_token_for<void(error_code, queue_listing)> Token = asio::deferred_t>
 auto async_list_queue(session& s, std::string path, Token&& token = {})
 {

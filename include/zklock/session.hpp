@@ -44,12 +44,27 @@ public:
     /// False for an empty (default-constructed) watch.
     bool valid() const noexcept { return state_ != nullptr; }
 
-    /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the watch
-    /// fired already. An empty watch has no executor of its own: as for an empty lease, a handler
-    /// with no associated executor runs on asio::system_executor. One wait at a time: copies of a watch share it, and a second wait while one
-    /// is pending completes at once with errc::operation_in_progress (the first keeps waiting);
-    /// errc::invalid_argument on an empty watch. Cancellation: terminal, partial and total;
-    /// cancelling has no effect on the ZooKeeper watch, which can be waited on again.
+    /// Waits for the watch to fire.
+    ///
+    /// Completion signature: void(error_code, watch_event). Completes at once (posted) if the
+    /// watch fired already.
+    ///
+    /// Executor: the handler's associated executor (default: the session's). An empty watch has
+    /// no executor of its own: as for an empty lease, a handler with no associated executor runs on
+    /// asio::system_executor.
+    ///
+    /// Cancellation: terminal, partial and total; cancelling has no effect on the ZooKeeper watch,
+    /// which can be waited on again.
+    ///
+    /// Errors: errc::session_expired / errc::session_closed (the session ended before the watch
+    /// fired); errc::operation_in_progress (one wait at a time: copies of a watch share it, and a
+    /// second wait while one is pending completes at once with it; the first keeps waiting);
+    /// errc::invalid_argument on an empty watch.
+    ///
+    /// Lifetimes: the session holds its watches weakly (a watch nobody holds is gone): keep the
+    /// watch, or a copy of it, until the wait completes.
+    ///
+    /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code, watch_event)> Token = asio::deferred_t>
     auto async_wait(Token&& token = {})
     {
@@ -158,18 +173,26 @@ public:
     metrics_snapshot metrics() const;
 
     /// Connects: completes when a ZooKeeper session is established (at once if it is).
+    ///
     /// Completion signature: void(error_code).
+    ///
+    /// Executor: as the class says. Host names are resolved once per ZooKeeper session, by the C
+    /// client, inside this call and on the calling thread (getaddrinfo blocks: give addresses, or
+    /// names in /etc/hosts, where a slow resolver must not hold the executor up).
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted. If no other
+    /// async_connect is waiting, the attempt is abandoned as after a timeout (state() goes back to
+    /// disconnected; acquires waiting for the connection fail with errc::not_connected).
+    ///
     /// Errors: errc::invalid_servers, errc::invalid_argument (a timeout <= 0 in the config),
     /// errc::unresolvable_host (no host name of config().servers resolves; those that do not are
     /// skipped while one does), errc::connect_timeout (after config().connect_timeout; the
     /// attempt is abandoned and a new async_connect starts afresh), errc::not_zookeeper,
     /// zk_errc::auth_failed, errc::session_closed.
-    /// Host names are resolved once per ZooKeeper session, by the C client, inside this call and
-    /// on the calling thread (getaddrinfo blocks: give addresses, or names in /etc/hosts, where a
-    /// slow resolver must not hold the executor up).
-    /// Cancellation (any type): completes at once with operation_aborted. If no other
-    /// async_connect is waiting, the attempt is abandoned as after a timeout (state() goes back to
-    /// disconnected; acquires waiting for the connection fail with errc::not_connected).
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_connect(Token&& token = {})
     {
@@ -177,17 +200,27 @@ public:
             op<&detail::initiate_connect>{impl_}, token);
     }
 
-    /// Closes the ZooKeeper session: its ephemeral nodes go at once. state() is closed from the
-    /// call on, and outstanding operations complete with errc::session_closed.
+    /// Closes the ZooKeeper session: its ephemeral nodes go at once.
+    ///
     /// Completion signature: void(error_code); completes once the server has answered the close
     /// request, or the C client gave up waiting for it (1.5 s), and at the latest 2 s after the
     /// call whatever the server or the network does (a close the C client has not finished by
-    /// then goes on; the requests it fails complete when it is done).
-    /// The C client's close blocks while it waits for that answer: it runs on a thread of the
-    /// execution context (one per context, joined when the context is destroyed), so the executor
-    /// never blocks. That thread never touches the executor: once the close has completed, the
-    /// io_context may be stopped and destroyed at once. Until then a wait on the executor keeps
-    /// run() going. Errors: none (closing a closed session completes at once). Not cancellable.
+    /// then goes on; the requests it fails complete when it is done). state() is closed from the
+    /// call on, and outstanding operations complete with errc::session_closed.
+    ///
+    /// Executor: as the class says. The C client's close blocks while it waits for that answer: it
+    /// runs on a thread of the execution context (one per context, joined when the context is
+    /// destroyed), so the executor never blocks. That thread never touches the executor: once the
+    /// close has completed, the io_context may be stopped and destroyed at once. Until then a wait
+    /// on the executor keeps run() going.
+    ///
+    /// Cancellation: not cancellable.
+    ///
+    /// Errors: none (closing a closed session completes at once).
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_close(Token&& token = {})
     {
@@ -196,8 +229,18 @@ public:
     }
 
     /// Completes at the next change of state(), with the new state.
-    /// Completion signature: void(error_code, session_state). Errors: none.
+    ///
+    /// Completion signature: void(error_code, session_state).
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: none.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, session_state)> Token = asio::deferred_t>
     auto async_wait_state_change(Token&& token = {})
     {
@@ -240,10 +283,22 @@ public:
     /// replaces what was set here.
     [[nodiscard]] error_code set_servers(std::string servers);
 
-    /// Creates a node. Completion signature: void(error_code, std::string created_path, stat).
+    /// Creates a node.
+    ///
+    /// Completion signature: void(error_code, std::string created_path, stat). With digest_auth
+    /// the node gets the creator-only ACL.
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation: ignored (a write).
+    ///
     /// Errors: zk_errc::node_exists, zk_errc::no_node (no parent), zk_errc::no_auth,
-    /// errc::request_too_large (path and data exceed config().max_request_bytes: not sent).
-    /// Cancellation: ignored (a write). With digest_auth the node gets the creator-only ACL.
+    /// errc::request_too_large (path and data exceed config().max_request_bytes: not sent); and
+    /// those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
     auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {})
     {
@@ -251,15 +306,38 @@ public:
             op<&detail::initiate_create>{impl_}, token, std::move(path), std::move(data), mode);
     }
 
-    /// Deletes a node, whatever its version. Completion signature: void(error_code).
-    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::not_empty, zk_errc::no_auth.
+    /// Deletes a node, whatever its version.
+    ///
+    /// Completion signature: void(error_code).
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation: ignored (a write).
+    ///
+    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::not_empty, zk_errc::no_auth; and
+    /// those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_remove(std::string path, Token&& token = {})
     {
         return async_remove(std::move(path), -1, std::forward<Token>(token));
     }
-    /// As above, only if the node's version is `version` (-1: any).
+    /// Deletes a node, only if its version is `version` (-1: any).
+    ///
+    /// Completion signature: void(error_code).
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation: ignored (a write).
+    ///
+    /// Errors: as async_remove(std::string, Token&&).
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
     auto async_remove(std::string path, std::int32_t version, Token&& token = {})
     {
@@ -267,8 +345,20 @@ public:
             op<&detail::initiate_remove>{impl_}, token, std::move(path), version);
     }
 
+    /// Reads a node's stat, if the node exists.
+    ///
     /// Completion signature: void(error_code, std::optional<stat>): nullopt when the node does
-    /// not exist (not an error). Cancellation (any type): completes at once with operation_aborted.
+    /// not exist (not an error).
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>)> Token = asio::deferred_t>
     auto async_exists(std::string path, Token&& token = {})
     {
@@ -276,10 +366,21 @@ public:
             op<&detail::initiate_exists>{impl_}, token, std::move(path));
     }
 
-    /// As async_exists, and sets a watch (fires on created, changed or deleted), also when the
-    /// node does not exist. Completion signature: void(error_code, std::optional<stat>, watch).
+    /// As async_exists, and sets a watch (fires on created, changed or deleted).
+    ///
+    /// Completion signature: void(error_code, std::optional<stat>, watch). The watch is set also
+    /// when the node does not exist.
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation (any type): completes at once with operation_aborted and no watch (one the
     /// server may have set fires into nothing).
+    ///
+    /// Errors: as async_exists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>, watch)> Token = asio::deferred_t>
     auto async_watch_exists(std::string path, Token&& token = {})
     {
@@ -287,9 +388,19 @@ public:
             op<&detail::initiate_watch_exists>{impl_}, token, std::move(path));
     }
 
+    /// Reads a node's data and stat.
+    ///
     /// Completion signature: void(error_code, std::string data, stat).
-    /// Errors: zk_errc::no_node, zk_errc::no_auth. Cancellation (any type): completes at once with
-    /// operation_aborted.
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: zk_errc::no_node, zk_errc::no_auth; and those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
     auto async_get_data(std::string path, Token&& token = {})
     {
@@ -297,10 +408,20 @@ public:
             op<&detail::initiate_get_data>{impl_}, token, std::move(path));
     }
 
-    /// As async_get_data, and sets a data watch (fires on changed or deleted). No watch is left
+    /// As async_get_data, and sets a data watch (fires on changed or deleted).
+    ///
+    /// Completion signature: void(error_code, std::string data, stat, watch). No watch is left
     /// behind when the node does not exist (zk_errc::no_node).
-    /// Completion signature: void(error_code, std::string data, stat, watch).
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation (any type): as async_watch_exists.
+    ///
+    /// Errors: as async_get_data.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::string, zklock::stat, watch)> Token = asio::deferred_t>
     auto async_watch_data(std::string path, Token&& token = {})
     {
@@ -308,15 +429,38 @@ public:
             op<&detail::initiate_watch_data>{impl_}, token, std::move(path));
     }
 
-    /// Sets a node's data, whatever its version. Completion signature: void(error_code, stat).
-    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::no_auth, errc::request_too_large.
+    /// Sets a node's data, whatever its version.
+    ///
+    /// Completion signature: void(error_code, stat).
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation: ignored (a write).
+    ///
+    /// Errors: zk_errc::no_node, zk_errc::bad_version, zk_errc::no_auth, errc::request_too_large;
+    /// and those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
     auto async_set_data(std::string path, std::string data, Token&& token = {})
     {
         return async_set_data(std::move(path), std::move(data), -1, std::forward<Token>(token));
     }
-    /// As above, only if the node's version is `version` (-1: any).
+    /// Sets a node's data, only if its version is `version` (-1: any).
+    ///
+    /// Completion signature: void(error_code, stat).
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation: ignored (a write).
+    ///
+    /// Errors: as async_set_data(std::string, std::string, Token&&).
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
     auto async_set_data(std::string path, std::string data, std::int32_t version, Token&& token = {})
     {
@@ -324,9 +468,20 @@ public:
             op<&detail::initiate_set_data>{impl_}, token, std::move(path), std::move(data), version);
     }
 
+    /// Lists a node's children.
+    ///
     /// Completion signature: void(error_code, std::vector<std::string> children): names, not
-    /// paths, unordered. Errors: zk_errc::no_node, zk_errc::no_auth. Cancellation (any type):
-    /// completes at once with operation_aborted.
+    /// paths, unordered.
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation (any type): completes at once with operation_aborted.
+    ///
+    /// Errors: zk_errc::no_node, zk_errc::no_auth; and those the class lists.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::vector<std::string>)> Token = asio::deferred_t>
     auto async_get_children(std::string path, Token&& token = {})
     {
@@ -334,9 +489,20 @@ public:
             op<&detail::initiate_get_children>{impl_}, token, std::move(path));
     }
 
-    /// As async_get_children, and sets a child watch (fires when a child is added or removed, or
-    /// the node is deleted). Completion signature: void(error_code, std::vector<std::string>, watch).
+    /// As async_get_children, and sets a child watch.
+    ///
+    /// Completion signature: void(error_code, std::vector<std::string>, watch). The watch fires
+    /// when a child is added or removed, or the node is deleted.
+    ///
+    /// Executor: as the class says.
+    ///
     /// Cancellation (any type): as async_watch_exists.
+    ///
+    /// Errors: as async_get_children.
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::vector<std::string>, watch)> Token = asio::deferred_t>
     auto async_watch_children(std::string path, Token&& token = {})
     {
@@ -344,12 +510,23 @@ public:
             op<&detail::initiate_watch_children>{impl_}, token, std::move(path));
     }
 
-    /// Runs the operations as one transaction: all or none. Completion signature:
-    /// void(error_code, std::vector<multi_result>), one result per operation. When the server
-    /// answered and refused, the error is the first failing operation's, every result carries the
-    /// code the server gave it, and none was applied (whatever the others' codes say). When it did not
-    /// answer (connection loss, errc::request_too_large, not connected...), every result carries
-    /// that same error: none reads "ok". Cancellation: ignored (a write).
+    /// Runs the operations as one transaction: all or none.
+    ///
+    /// Completion signature: void(error_code, std::vector<multi_result>), one result per
+    /// operation.
+    ///
+    /// Executor: as the class says.
+    ///
+    /// Cancellation: ignored (a write).
+    ///
+    /// Errors: when the server answered and refused, the error is the first failing operation's,
+    /// every result carries the code the server gave it, and none was applied (whatever the others'
+    /// codes say). When it did not answer (connection loss, errc::request_too_large, not
+    /// connected...), every result carries that same error: none reads "ok".
+    ///
+    /// Lifetimes: as the class says.
+    ///
+    /// Thread safety: as the class says.
     template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, Token&& token = {})
     {

@@ -32,19 +32,59 @@ public:
     {
     }
 
-    /// Shared (read) acquire, waiting at most `timeout` (<= 0: try). See basic_lock::async_acquire.
+    /// Shared (read) acquire, waiting at most `timeout` (<= 0: try).
+    ///
+    /// Completion signature: void(error_code, lease), as
+    /// basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Executor: as basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Cancellation: as basic_lock::async_acquire(duration, Token&&): the per-state table,
+    /// the timeout, the deadline.
+    ///
+    /// Errors: as basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Lifetimes: as basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Thread safety: as basic_lock::async_acquire(duration, Token&&).
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire_shared(duration timeout, Token&& token = {})
     {
         return initiate(reader, false, timeout, std::forward<Token>(token));
     }
     /// Shared (read) acquire, waiting until granted or cancelled.
+    ///
+    /// Completion signature: void(error_code, lease), as
+    /// basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Executor: as basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Cancellation: as basic_lock::async_acquire(duration, Token&&), without a deadline.
+    ///
+    /// Errors: as basic_lock::async_acquire(duration, Token&&), without errc::timeout.
+    ///
+    /// Lifetimes: as basic_lock::async_acquire(duration, Token&&).
+    ///
+    /// Thread safety: as basic_lock::async_acquire(duration, Token&&).
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_acquire_shared(Token&& token = {})
     {
         return initiate(reader, false, std::nullopt, std::forward<Token>(token));
     }
-    /// Shared (read) acquire, only if no writer holds or waits ahead now (errc::would_block).
+    /// Shared (read) acquire, only if no writer holds or waits ahead now.
+    ///
+    /// Completion signature: void(error_code, lease), as basic_lock::async_try_acquire.
+    ///
+    /// Executor: as basic_lock::async_try_acquire.
+    ///
+    /// Cancellation: as basic_lock::async_try_acquire (its deadline included).
+    ///
+    /// Errors: errc::would_block if a writer holds the lock or waits ahead; otherwise as
+    /// basic_lock::async_try_acquire.
+    ///
+    /// Lifetimes: as basic_lock::async_try_acquire.
+    ///
+    /// Thread safety: as basic_lock::async_try_acquire.
     template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
     auto async_try_acquire_shared(Token&& token = {})
     {

@@ -15,7 +15,7 @@ struct stat {
     std::int64_t czxid = 0;           ///< zxid of the transaction that created the node
     std::int64_t mzxid = 0;           ///< zxid of the last data change
     std::int64_t ctime = 0;           ///< creation time, ms since the epoch (server clock)
-    std::int64_t mtime = 0;           ///< time of the last data change, ms since the epoch (server clock)
+    std::int64_t mtime = 0;           ///< last data change, ms since the epoch (server clock)
     std::int32_t version = 0;         ///< data version
     std::int32_t cversion = 0;        ///< children version
     std::int32_t aversion = 0;        ///< ACL version
@@ -85,7 +85,7 @@ struct multi_op {
     std::string path;                            ///< the node it applies to
     std::string data;                            ///< create, set_data: the data to write
     create_mode mode = create_mode::persistent;  ///< create: how the node is made
-    std::int32_t version = -1;                   ///< remove, set_data, check: expected version (-1: any)
+    std::int32_t version = -1;                   ///< remove, set_data, check: version (-1: any)
 
     /// Creates `path` with `data` as `mode` says.
     static multi_op create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent)
