@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The second command of the README: installs what is missing, builds, runs the whole test suite
-# (every test starts the ZooKeeper servers it needs on free loopback ports).
+# (every test starts the ZooKeeper servers it needs on free loopback ports), then builds the API
+# reference (scripts/docs.sh), which fails on any doxygen warning.
 #   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~20 min on 2 cores): the fault storm for
 #                        60 s, the suite under ASan+UBSan (leaks checked), the threaded tests under
 #                        TSan, the fuzz targets under libFuzzer. .ci/run sets it.
@@ -10,6 +11,8 @@ bash "$here/scripts/install-deps.sh" --test
 bash "$here/scripts/build.sh" >&2
 cd "${BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 600 -LE soak
+# The API reference: fails the run on any doxygen warning (an undocumented public name).
+BUILD_DIR="$PWD" bash "$here/scripts/docs.sh"  # we are in the build tree now
 if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/test-sanitizers.sh"
 fi
