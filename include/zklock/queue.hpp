@@ -32,7 +32,7 @@ std::string_view explain_lock_path(std::string_view path) noexcept;
 /// errc::invalid_servers otherwise. Nothing is resolved here (see session::async_connect).
 error_code validate_servers(std::string_view servers) noexcept;
 
-/// The names these had before lock_kind and lock_library (types.hpp) were one for every part.
+/// Other names of lock_kind and lock_library (types.hpp), kept for code that uses them.
 using queue_kind = lock_kind;
 using queue_library = lock_library;
 

@@ -61,8 +61,8 @@ public:
     /// second wait while one is pending completes at once with it; the first keeps waiting);
     /// errc::invalid_argument on an empty watch.
     ///
-    /// Lifetimes: the session holds its watches weakly (a watch nobody holds is gone): keep the
-    /// watch, or a copy of it, until the wait completes.
+    /// Lifetimes: a pending wait keeps the watch alive, so every copy of the watch object may be
+    /// destroyed meanwhile (a watch nobody holds or waits on is forgotten).
     ///
     /// Thread safety: from the session's executor.
     template <asio::completion_token_for<void(error_code, watch_event)> Token = asio::deferred_t>

@@ -185,7 +185,10 @@ void initiate_watch_wait(std::shared_ptr<watch_state> w, handler<error_code, wat
         ws->cancel_wait();
         h->complete(asio::error::operation_aborted, {});
     });
-    w->wait([sh](error_code ec, watch_event ev) {
+    // The waiter holds its watch: the session holds watches weakly, and a wait whose watch
+    // objects were all destroyed must still complete. The cycle ends when the watch fires (or
+    // fails with the session), or the wait is cancelled.
+    w->wait([sh, w](error_code ec, watch_event ev) {
         if (*sh) sh->complete(ec, std::move(ev));
     });
 }

@@ -23,7 +23,12 @@ void watch_state::wait(unique_function<void(error_code, watch_event)> cb)
     waiter_ = std::move(cb);
 }
 
-void watch_state::cancel_wait() { waiter_ = {}; }
+void watch_state::cancel_wait()
+{
+    // The waiter may hold the last reference to us (a pending watch::async_wait): it goes last.
+    auto waiter = std::move(waiter_);
+    waiter_ = {};
+}
 
 void watch_state::abandon(graveyard& g)
 {

@@ -275,3 +275,32 @@ TEST_CASE("a burst larger than the socket's send buffer: every request is answer
         co_await s.async_remove(dir);
     });
 }
+
+TEST_CASE("a pending watch wait completes although every copy of its watch was destroyed")
+{
+    run([]() -> awaitable<void> {
+        session s{co_await asio::this_coro::executor, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        const auto path = unique_path("watch-dropped");
+        co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        co_await s.async_create(path, "", create_mode::persistent, tuple);
+        bool done = false;
+        error_code got;
+        watch_event_type type = watch_event_type::deleted;
+        {
+            auto [ec, data, st, w] = co_await s.async_watch_data(path, tuple);
+            REQUIRE_FALSE(ec);
+            w.async_wait([&](error_code e, watch_event ev) {
+                got = e;
+                type = ev.type;
+                done = true;
+            });
+        }  // the only watch object goes; the wait is pending
+        co_await s.async_set_data(path, "x", tuple);
+        for (int i = 0; i < 500 && !done; ++i) co_await sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(done);
+        CHECK_FALSE(got);
+        CHECK(type == watch_event_type::changed);
+        co_await s.async_remove(path, tuple);
+    });
+}
