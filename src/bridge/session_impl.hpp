@@ -307,12 +307,14 @@ private:
     std::vector<unique_function<void(error_code, session_state)>> state_waiters_;
     watch_table watches_;
     std::vector<std::weak_ptr<session_observer>> observers_;
+    std::size_t observers_prune_at_ = 64;  // subscribe() drops expired observers at this size
     struct listing_batch {
         std::string dir;
         std::vector<listing_cb> waiters;
     };
-    std::vector<std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
-    std::vector<std::string> listings_in_flight_;                // the path of each listing sent, not answered
+    // By path: a session may list thousands of lock paths at once (one lock per resource).
+    std::unordered_map<std::string, std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
+    std::unordered_map<std::string, std::size_t> listings_in_flight_;  // sent, not answered, per path
     void send_listing(const std::shared_ptr<listing_batch>& b);
     bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
