@@ -345,6 +345,22 @@ asio::awaitable<scenario_result> scenario_s64(bench_ctx& c);
 asio::awaitable<json::object> scenario_hold(bench_ctx& c);
 asio::awaitable<void> warm_up(bench_ctx& c, double seconds);
 
+// ---- bench/many.cpp: many distinct locks: M<N>[x<S>] and H<N>, each with its raw floor
+
+/// M<N>x<S>: N contenders over S sessions (1 without "x<S>"), each on its own lock; H<N>: N locks held at once.
+struct many_spec {
+    char kind = 'M';
+    int locks = 0;
+    int sessions = 1;
+};
+many_spec parse_many(const std::string& name);
+bool is_many(const std::string& name);
+/// M: after one cycle each (the first round, untimed in the figures but reported), every
+/// contender loops acquire → release on its own lock for 2 × duration.
+asio::awaitable<scenario_result> scenario_m(bench_ctx& c, const std::string& name, bool raw);
+/// H: N locks acquired at once and held, then released at once; the memory they held.
+asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw);
+
 // ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and the bridge's memory per session
 
 /// Reports the TLS twin of a plaintext scenario (`twin`: the same lock scenario measured over TLS

@@ -2,7 +2,8 @@
 // the floor, each lock figure also given as a ratio to the floor measured in the same run; and the
 // lock family's scenarios RW64 (shared_mutex) and S64 (semaphore), against the C64 floor.
 //
-//   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|floor|all|family[,...]] [--servers H:P]
+//   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|M<N>[x<S>]|H<N>|floor|all|family[,...]]
+//                [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
 //                [--hold-us N] [--permits N] [--tls]
 //
@@ -149,6 +150,31 @@ asio::awaitable<void> run_once(bench_ctx& c)
             emit(c, o);
             print_lock_table(o, lock, floor, nullptr, raw_floor);
             c.lines[name].push_back(std::move(o));
+            continue;
+        }
+        if (is_many(name)) {
+            // The lock, then its raw floor (on libzookeeper_st: the same requests, as pipelined).
+            std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
+            scenario_result lock, raw_floor;
+            {
+                const cpu_meter lock_cpu{c};
+                if (name[0] == 'M') lock = co_await scenario_m(c, name, false);
+                else lock = co_await scenario_h(c, name, false);
+                lock_cpu.report(name);
+            }
+            std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
+            {
+                const cpu_meter raw_cpu{c};
+                if (name[0] == 'M') raw_floor = co_await scenario_m(c, name, true);
+                else raw_floor = co_await scenario_h(c, name, true);
+                raw_cpu.report("raw floor " + name);
+            }
+            json::object o = lock_object(c, lock, nullptr, &raw_floor);
+            emit(c, o);
+            print_lock_table(o, lock, nullptr, nullptr, &raw_floor);
+            c.lines[name].push_back(std::move(o));
+            std::erase_if(c.floors, [&](const auto& f) { return f.first == "raw " + name; });
+            c.floors.emplace_back("raw " + name, std::move(raw_floor));
             continue;
         }
         // Beyond W20000 the floors cannot finish: every waiter of the plain recipe lists the

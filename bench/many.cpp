@@ -1,0 +1,408 @@
+// bench/many.cpp — many distinct locks: M<N> (N contenders, each cycling its own lock) and H<N>
+// (N distinct locks held at once), each with its raw floor on libzookeeper_st.
+#include "bench.hpp"
+
+namespace zklock_bench {
+
+many_spec parse_many(const std::string& name)
+{
+    many_spec s;
+    s.kind = name[0];
+    const char* p = name.c_str() + 1;
+    char* end = nullptr;
+    s.locks = static_cast<int>(std::strtol(p, &end, 10));
+    s.sessions = *end == 'x' ? static_cast<int>(std::strtol(end + 1, nullptr, 10)) : 1;
+    return s;
+}
+
+
+bool is_many(const std::string& name)
+{
+    if (name.size() < 2 || (name[0] != 'M' && name[0] != 'H')) return false;
+    const std::size_t x = name.find('x');
+    const std::string n = name.substr(1, x == std::string::npos ? std::string::npos : x - 1);
+    const std::string s = x == std::string::npos ? "1" : name.substr(x + 1);
+    auto digits = [](const std::string& v) {
+        return !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos && std::atoi(v.c_str()) > 0;
+    };
+    return digits(n) && digits(s) && (name[0] == 'M' || x == std::string::npos);
+}
+
+
+namespace {
+
+/// What the contenders of M and H share: the lock objects or raw sessions, the counts, the clock.
+struct many_state {
+    explicit many_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
+    std::vector<std::unique_ptr<zklock::mutex>> locks;  // M's lock i (on session i % sessions)
+    raw_session_list raws;
+    std::vector<std::string> dirs;  // lock i's path
+    std::string data;
+    std::vector<double> cycle_us;   // measured cycles' latencies
+    std::vector<zklock::lease> held;  // H
+    std::vector<std::string> raw_held;  // H's raw floor: the nodes
+    std::int64_t stop_ns = 0;       // no new cycle after this (0: one cycle each)
+    int running = 0;
+    failure_count fails;
+    asio::steady_timer wake;
+
+    void done()
+    {
+        if (--running == 0) wake.cancel();
+    }
+    raw_session& raw_for(std::size_t i) { return *raws[i % raws.size()]; }
+};
+
+
+/// A raw cycle's acquire: create and get_children pipelined, and no node ahead in the listing
+/// (each lock has one contender; a correct lock still looks).
+asio::awaitable<std::optional<std::string>> raw_many_acquire(std::shared_ptr<many_state> st, std::size_t i)
+{
+    raw_session& s = st->raw_for(i);
+    auto r = co_await asio::experimental::make_parallel_group(
+                 s.async_create(raw_node_prefix(st->dirs[i]), st->data, asio::deferred),
+                 s.async_get_children(st->dirs[i], asio::deferred))
+                 .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+    if (std::get<1>(r) || std::get<3>(r)) {
+        st->fails.add("raw acquire: " + (std::get<1>(r) ? std::get<1>(r) : std::get<3>(r)).message());
+        co_return std::nullopt;
+    }
+    if (!predecessor(std::get<4>(r), seq_of(std::get<2>(r))).empty()) {
+        st->fails.add("raw acquire: a node ahead in an uncontended lock");
+        co_return std::nullopt;
+    }
+    co_return std::move(std::get<2>(r));
+}
+
+
+/// M's contender i: acquire → release on its own lock, once (stop_ns 0) or until stop_ns.
+asio::awaitable<void> m_contender(std::shared_ptr<many_state> st, std::size_t i, bool raw)
+{
+    do {
+        const std::int64_t t0 = now_ns();
+        if (raw) {
+            auto own = co_await raw_many_acquire(st, i);
+            if (!own) break;
+            auto [ec] = co_await st->raw_for(i).async_remove(std::move(*own), asio::as_tuple(asio::deferred));
+            if (ec) {
+                st->fails.add("raw release: " + ec.message());
+                break;
+            }
+        } else {
+            auto [ec, lease] = co_await st->locks[i]->async_acquire(asio::as_tuple(asio::deferred));
+            if (ec) {
+                st->fails.add("acquire: " + ec.message());
+                break;
+            }
+            auto [rec] = co_await lease.async_release(asio::as_tuple(asio::deferred));
+            if (rec) {
+                st->fails.add("release: " + rec.message());
+                break;
+            }
+        }
+        if (st->stop_ns) st->cycle_us.push_back(static_cast<double>(now_ns() - t0) / 1e3);
+    } while (st->stop_ns && now_ns() < st->stop_ns);
+}
+
+
+/// H's acquire of lock i: a mutex object made for it and dropped once granted (what a server
+/// that locks a resource on demand does); the lease is kept.
+asio::awaitable<void> h_acquire(std::shared_ptr<many_state> st, std::shared_ptr<zklock::session> s, std::size_t i, bool raw)
+{
+    if (raw) {
+        auto own = co_await raw_many_acquire(st, i);
+        if (own) st->raw_held[i] = std::move(*own);
+        co_return;
+    }
+    auto m = std::make_unique<zklock::mutex>(*s, st->dirs[i]);
+    auto [ec, lease] = co_await m->async_acquire(asio::as_tuple(asio::deferred));
+    if (ec) st->fails.add("acquire: " + ec.message());
+    else st->held[i] = std::move(lease);
+}
+
+
+asio::awaitable<void> h_release(std::shared_ptr<many_state> st, std::size_t i, bool raw)
+{
+    if (raw) {
+        if (st->raw_held[i].empty()) co_return;
+        auto [ec] = co_await st->raw_for(i).async_remove(std::move(st->raw_held[i]), asio::as_tuple(asio::deferred));
+        if (ec) st->fails.add("raw release: " + ec.message());
+        co_return;
+    }
+    auto [ec] = co_await st->held[i].async_release(asio::as_tuple(asio::deferred));
+    if (ec) st->fails.add("release: " + ec.message());
+}
+
+
+/// Runs `make(i)` for every lock at once and waits for all, at most `bound_s`; false past it.
+template <class Make>
+asio::awaitable<bool> all_at_once(std::shared_ptr<many_state> st, std::size_t n, double bound_s, Make make)
+{
+    auto ex = co_await asio::this_coro::executor;
+    st->running = static_cast<int>(n);
+    for (std::size_t i = 0; i < n; ++i) asio::co_spawn(ex, make(i), [st](std::exception_ptr) { st->done(); });
+    st->wake.expires_after(std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(bound_s)));
+    if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+    co_return st->running == 0;
+}
+
+
+/// Current RSS in bytes (/proc/self/statm).
+double rss_bytes()
+{
+    long pages = 0, resident = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+
+/// Every session's requests sent so far (zklock's metrics).
+std::uint64_t requests_sent(const session_list& ss)
+{
+    std::uint64_t n = 0;
+    for (auto& s : ss) {
+        const auto m = s->metrics();
+        for (auto& [type, k] : m.requests) n += k;
+    }
+    return n;
+}
+
+
+/// The packets the server(s) received since `from` (NaN without a count), less the final `srvr`s.
+double packets_since(const bench_ctx& c, std::optional<std::int64_t> from)
+{
+    if (!from) return std::nan("");
+    auto now = packets_received(c.fl_all);
+    return now ? static_cast<double>(*now - *from - static_cast<std::int64_t>(c.fl_all.size())) : std::nan("");
+}
+
+
+std::optional<std::int64_t> reset_packets(const bench_ctx& c)
+{
+    reset_server_stats(c.fl_all);
+    return packets_received(c.fl_all);
+}
+
+
+asio::awaitable<void> create_dir(std::shared_ptr<zklock::session> s, std::shared_ptr<many_state> st, std::size_t i)
+{
+    auto [ec, p, stat] = co_await s->async_create(st->dirs[i], std::string(), zklock::create_mode::persistent,
+                                            asio::as_tuple(asio::deferred));
+    if (ec) st->fails.add("create " + st->dirs[i] + ": " + ec.message());
+}
+
+
+asio::awaitable<void> remove_path(std::shared_ptr<zklock::session> s, std::shared_ptr<many_state> st, std::size_t i)
+{
+    co_await s->async_remove(st->dirs[i], -1, asio::as_tuple(asio::deferred));
+}
+
+
+/// Set-up shared by M and H: sessions, the lock paths, the raw floor's directories (persistent,
+/// untimed; the lock's are its own containers, made by its first cycle).
+asio::awaitable<std::pair<session_list, std::shared_ptr<many_state>>> many_setup(bench_ctx& c, const std::string& dir,
+                                                                                 const many_spec& spec, bool raw)
+{
+    auto ex = co_await asio::this_coro::executor;
+    auto st = std::make_shared<many_state>(ex);
+    st->data = c.node_data;
+    const auto n = static_cast<std::size_t>(spec.locks);
+    session_list ss = co_await connect_sessions(c, raw ? 1 : spec.sessions);
+    if (raw) st->raws = co_await connect_raw_sessions(c, spec.sessions);
+    co_await ensure_path(*ss[0], dir);
+    st->dirs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) st->dirs.push_back(dir + "/" + std::to_string(i));
+    if (raw) {
+        const bool ok = co_await all_at_once(st, n, 120, [&](std::size_t i) { return create_dir(ss[0], st, i); });
+        if (!ok || st->fails.n) throw std::runtime_error("raw floor set-up: " + st->fails.first);
+    }
+    std::pair<session_list, std::shared_ptr<many_state>> result(std::move(ss), st);  // not braced in co_return (GCC 12)
+    co_return result;
+}
+
+
+/// Removes the lock paths (pipelined) and the scenario's directory.
+asio::awaitable<void> many_teardown(const session_list& ss, std::shared_ptr<many_state> st, const std::string& dir)
+{
+    failure_count ignored;
+    std::swap(ignored, st->fails);
+    co_await all_at_once(st, st->dirs.size(), 120, [&](std::size_t i) { return remove_path(ss[0], st, i); });
+    std::swap(ignored, st->fails);
+    co_await remove_dir(*ss[0], dir);
+}
+
+
+void count_failures(bench_ctx& c, scenario_result& r, const many_state& st)
+{
+    r.failures = st.fails.n;
+    r.first_error = st.fails.first;
+    if (st.fails.n) {
+        ++c.errors;
+        std::fprintf(stderr, "zklock_bench: ERROR %s%s: %lld failure(s), first: %s\n", r.raw ? "raw floor " : "",
+                     r.scenario.c_str(), static_cast<long long>(st.fails.n), st.fails.first.c_str());
+    }
+}
+
+}  // namespace
+
+
+asio::awaitable<scenario_result> scenario_m(bench_ctx& c, const std::string& name, bool raw)
+{
+    const many_spec spec = parse_many(name);
+    scenario_result r;
+    r.scenario = name;
+    r.floor = r.raw = raw;
+    r.sessions = spec.sessions;
+    r.contenders = spec.locks;
+    const auto n = static_cast<std::size_t>(spec.locks);
+    const std::string dir = dir_for(c, name, raw, raw);
+    auto setup = co_await many_setup(c, dir, spec, raw);
+    session_list ss = std::move(setup.first);
+    const std::shared_ptr<many_state> st = std::move(setup.second);
+    if (!raw) {
+        st->locks.reserve(n);
+        for (std::size_t i = 0; i < n; ++i)
+            st->locks.push_back(std::make_unique<zklock::mutex>(*ss[i % ss.size()], st->dirs[i]));
+    }
+    const double bound_s = 2 * c.opt.duration + 120;
+
+    // The first round: one cycle each, at once; the lock makes its directories (containers) now.
+    auto packets0 = reset_packets(c);
+    const std::uint64_t sent0 = requests_sent(ss);
+    std::int64_t t0 = now_ns();
+    bool ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
+    const double first_s = static_cast<double>(now_ns() - t0) / 1e9;
+    const double first_packets = packets_since(c, packets0);
+    const std::uint64_t first_sent = requests_sent(ss) - sent0;
+
+    // The measured rounds: every contender loops for 2 × duration.
+    std::optional<std::int64_t> packets1;
+    double cpu_s = 0, span = 1;
+    std::shared_ptr<sampler_state> sampler;
+    if (ok && !st->fails.n) {
+        st->cycle_us.reserve(static_cast<std::size_t>(200'000 * c.opt.duration));
+        packets1 = reset_packets(c);
+        auto ex = co_await asio::this_coro::executor;  // not in the call below: GCC 12 and temporaries
+        sampler = start_sampler(ex, [st] { return std::to_string(st->cycle_us.size()) + " cycles"; });
+        const auto cpu0 = cpu_seconds();
+        t0 = now_ns();
+        st->stop_ns = t0 + seconds_ns(2 * c.opt.duration);
+        ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
+        span = static_cast<double>(now_ns() - t0) / 1e9;
+        const auto cpu1 = cpu_seconds();
+        cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+        stop_sampler(*sampler);
+        sampler->progress = nullptr;
+    }
+    const double packets = packets_since(c, packets1);
+    if (!ok) {
+        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        for (auto& s : st->raws) s->close();
+        st->wake.expires_after(30s);
+        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+        st->locks.clear();
+        ss = co_await connect_sessions(c, 1);
+    }
+    count_failures(c, r, *st);
+    st->locks.clear();
+    co_await many_teardown(ss, st, dir);
+    for (auto& s : st->raws) s->close();
+    st->raws.clear();
+
+    auto& cyc = st->cycle_us;
+    std::sort(cyc.begin(), cyc.end());
+    const double acquisitions = static_cast<double>(cyc.size());
+    r.window_cpu_s = cpu_s;
+    r.window_acquisitions = cyc.size();
+    r.figs.add("acquisitions_per_s", acquisitions / span);
+    r.figs.add("cycle_p50_us", percentile(cyc, 0.50));
+    r.figs.add("cycle_p99_us", percentile(cyc, 0.99));
+    r.figs.add("requests_per_acquisition", acquisitions > 0 ? packets / acquisitions : std::nan(""));
+    r.figs.add("client_cpu_us_per_acquisition", acquisitions > 0 ? cpu_s * 1e6 / acquisitions : std::nan(""));
+    r.figs.add("first_round_s", first_s);
+    r.figs.add("first_round_requests_per_lock", first_packets / static_cast<double>(n));
+    if (!raw) r.figs.add("first_round_sent_per_lock", static_cast<double>(first_sent) / static_cast<double>(n));
+    r.figs.add("threads", sampler ? sampler->max_threads : 0);
+    r.figs.add("peak_rss_mb", peak_rss_mb());
+    co_return r;
+}
+
+
+asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw)
+{
+    const many_spec spec = parse_many(name);
+    scenario_result r;
+    r.scenario = name;
+    r.floor = r.raw = raw;
+    r.sessions = 1;
+    r.contenders = spec.locks;
+    const auto n = static_cast<std::size_t>(spec.locks);
+    const std::string dir = dir_for(c, name, raw, raw);
+    auto setup = co_await many_setup(c, dir, spec, raw);
+    session_list ss = std::move(setup.first);
+    const std::shared_ptr<many_state> st = std::move(setup.second);
+    const double bound_s = 120 + static_cast<double>(n) / 100;
+    bool ok = true;
+    if (!raw) {
+        // One cycle each first, so that the lock's directories exist as the raw floor's do.
+        st->locks.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) st->locks.push_back(std::make_unique<zklock::mutex>(*ss[0], st->dirs[i]));
+        ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); });
+        st->locks.clear();
+        st->locks.shrink_to_fit();
+    }
+    if (raw) st->raw_held.resize(n);
+    else st->held.resize(n);
+
+    // Acquire all at once; the RSS before (trimmed) and at the peak.
+    ::malloc_trim(0);
+    const double rss0 = rss_bytes();
+    reset_peak_rss();
+    const double hwm0 = peak_rss_mb();
+    auto packets0 = reset_packets(c);
+    const auto cpu0 = cpu_seconds();
+    std::int64_t t0 = now_ns();
+    if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); });
+    const double acquire_s = static_cast<double>(now_ns() - t0) / 1e9;
+    const auto cpu1 = cpu_seconds();
+    const double packets = packets_since(c, packets0);
+    const double hwm1 = peak_rss_mb();
+    ::malloc_trim(0);  // what the acquires freed is not held
+    const double rss1 = rss_bytes();
+    // Release all at once.
+    t0 = now_ns();
+    if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
+    const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
+    if (!ok) {
+        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        for (auto& s : st->raws) s->close();
+        st->wake.expires_after(30s);
+        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+        ss = co_await connect_sessions(c, 1);
+    }
+    count_failures(c, r, *st);
+    std::vector<zklock::lease>().swap(st->held);
+    std::vector<std::string>().swap(st->raw_held);
+    co_await many_teardown(ss, st, dir);
+    for (auto& s : st->raws) s->close();
+    st->raws.clear();
+
+    const double dn = static_cast<double>(n);
+    r.window_cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+    r.window_acquisitions = n;
+    r.figs.add("acquire_all_s", acquire_s);
+    r.figs.add("release_all_s", release_s);
+    r.figs.add("requests_per_acquisition", packets / dn);
+    r.figs.add("client_cpu_us_per_acquisition", r.window_cpu_s * 1e6 / dn);
+    r.figs.add("held_bytes_per_lock", (rss1 - rss0) / dn);
+    r.figs.add("peak_bytes_per_lock", (hwm1 - hwm0) * 1024 * 1024 / dn);
+    r.figs.add("peak_rss_mb", hwm1);
+    co_return r;
+}
+
+}  // namespace zklock_bench
