@@ -84,6 +84,8 @@ struct options {
     bool w_lock_only = false;            // W: no floors (profiling)
     bool request_mix = false;            // print each run's client requests per acquisition, by type
     bool tls = false;                    // our server with a TLS port; U, C64, W<N> again over TLS (bench/tls.cpp)
+    int ensemble = 0;                    // 3 or 5: our own N-server ensemble instead of one standalone server
+    bool force_sync = false;             // our server(s) with forceSync=yes
 };
 
 
@@ -135,10 +137,14 @@ struct bench_ctx {
     std::ofstream json_out;
     std::string fl_host, fl_port;  // where four-letter words go
     endpoint_list fl_all;          // every server of the connect string: packet counts
-    std::string server_pid;        // our own server's java process (for its CPU time), or empty
+    std::vector<std::string> server_pids;  // our own servers' java processes (for their CPU time), or none
     std::string tls_servers;       // --tls: our server's TLS port ("127.0.0.1:P")
     zklock::tls_options tls;       // --tls: the test CA, alice's certificate
     bool over_tls = false;         // sessions made now connect to tls_servers with `tls`
+    // --ensemble: the members' addresses in round-robin order, a follower first; session i of a
+    // connect_sessions / connect_raw_sessions call connects to element i % size() alone. Empty:
+    // every session gets `servers`.
+    std::vector<std::string> session_servers;
     int run = 1;
     int errors = 0;  // failures, overlapping grants, FIFO inversions, incomplete W: exit status 1
     std::vector<std::pair<std::string, scenario_result>> floors;  // of the current run, in measuring order
@@ -286,7 +292,10 @@ double watchdog_s(const options& o);
 
 // ---- bench/harness.cpp: the harness: sessions, the contenders' shared state and sampler, running contenders, checks
 
-zklock::session_config session_cfg(const bench_ctx& c);
+/// What session i of a connect_sessions / connect_raw_sessions call connects to: `servers` (or
+/// `tls_servers` over TLS), or with --ensemble one member, round-robin from a follower.
+std::string servers_for_session(const bench_ctx& c, int i);
+zklock::session_config session_cfg(const bench_ctx& c, int i = 0);
 asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n);
 asio::awaitable<void> ensure_path(zklock::session& s, const std::string& path);
 asio::awaitable<void> remove_dir(zklock::session& s, const std::string& path);

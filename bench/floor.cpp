@@ -79,7 +79,7 @@ asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n
     raw_session_list v;
     for (int i = 0; i < n; ++i) {
         // The session timeout zklock's sessions ask for by default.
-        v.push_back(raw_session::make(ex, c.servers, zklock::session_config{}.session_timeout));
+        v.push_back(raw_session::make(ex, servers_for_session(c, i), zklock::session_config{}.session_timeout));
         if (auto ec = co_await v.back()->connect(30s)) throw boost::system::system_error(ec, "raw floor connect");
     }
     co_return v;
@@ -176,6 +176,9 @@ asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c)
         if (std::get<0>(created)) throw boost::system::system_error(std::get<0>(created), "ping-pong create");
         const std::string node = std::get<1>(created);
         auto watched = co_await waiter.async_watch_data(node, asio::as_tuple(asio::deferred));
+        // --ensemble: until the waiter's member has applied the holder's create.
+        for (int retry = 0; std::get<0>(watched) == zklock::zk_errc::no_node && retry < 10000; ++retry)
+            watched = co_await waiter.async_watch_data(node, asio::as_tuple(asio::deferred));
         if (std::get<0>(watched)) throw boost::system::system_error(std::get<0>(watched), "ping-pong watch");
         bool removed = false;
         error_code remove_ec;
@@ -268,6 +271,9 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
         asio::co_spawn(ex, [st, s, n, sessions]() -> asio::awaitable<error_code> {
             for (int i = s == 0 ? sessions : s; i < n; i += sessions) {
                 auto w = co_await st->on(i).async_watch_data(st->nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
+                // --ensemble: until this session's member has applied the other session's create.
+                for (int retry = 0; std::get<0>(w) == zklock::zk_errc::no_node && retry < 10000; ++retry)
+                    w = co_await st->on(i).async_watch_data(st->nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
                 if (std::get<0>(w)) co_return std::get<0>(w);
                 st->watches[static_cast<std::size_t>(i)] = std::move(std::get<1>(w));
             }

@@ -41,10 +41,18 @@ asio::awaitable<void> sample_loop(std::shared_ptr<sampler_state> s)
 void run_state::fail(const char* what, const error_code& ec) { fail(std::string(what) + ": " + ec.message()); }
 
 
-zklock::session_config session_cfg(const bench_ctx& c)
+std::string servers_for_session(const bench_ctx& c, int i)
+{
+    if (c.over_tls) return c.tls_servers;
+    if (c.session_servers.empty()) return c.servers;
+    return c.session_servers[static_cast<std::size_t>(i) % c.session_servers.size()];
+}
+
+
+zklock::session_config session_cfg(const bench_ctx& c, int i)
 {
     zklock::session_config cfg;
-    cfg.servers = c.over_tls ? c.tls_servers : c.servers;
+    cfg.servers = servers_for_session(c, i);
     if (c.over_tls) cfg.tls = c.tls;
     return cfg;
 }
@@ -53,10 +61,9 @@ zklock::session_config session_cfg(const bench_ctx& c)
 asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n)
 {
     auto ex = co_await asio::this_coro::executor;
-    const zklock::session_config cfg = session_cfg(c);
     session_list v;
     for (int i = 0; i < n; ++i) {
-        v.push_back(std::make_shared<zklock::session>(ex, cfg));
+        v.push_back(std::make_shared<zklock::session>(ex, session_cfg(c, i)));
         co_await v.back()->async_connect();
     }
     co_return v;

@@ -5,7 +5,7 @@
 //   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|M<N>[x<S>]|H<N>|floor|all|family[,...]]
 //                [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
-//                [--hold-us N] [--permits N] [--tls]
+//                [--hold-us N] [--permits N] [--tls] [--ensemble 3|5] [--force-sync]
 //
 // Everything runs on ONE thread: one io_context, every session and every contender on it.
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
@@ -38,19 +38,39 @@
 // steady_timer between its acquire and its release; with 0 (the default) there is no timer.
 // With --tls our server also has a TLS port, and U, C64 and W<N> each run once more over TLS right
 // after their plaintext run and floors ("U tls", ...: bench/tls.cpp).
+// With --ensemble N our own servers are a local N-server ensemble (zklock::test::zk_ensemble, the
+// standalone server's settings), and session i of each connect_sessions / connect_raw_sessions call
+// connects to one member alone, round-robin from a follower, the leader last
+// (servers_for_session): the lock and its floors get the same layout, and a one-session scenario
+// runs on a follower. Packet counts and the server CPU cover every member. With --force-sync our
+// server(s) fsync every write (forceSync=yes).
 #include "bench.hpp"
 #include "support/tls_certs.hpp"
+#include "support/zk_ensemble.hpp"
 
 namespace zklock_bench {
 
 namespace {
 
 
+/// The CPU seconds (user, system) of our own servers' JVMs, summed (0 without our own server).
+std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
+{
+    std::pair<double, double> sum{0.0, 0.0};
+    for (const auto& pid : c.server_pids) {
+        const auto s = cpu_seconds(pid);
+        sum.first += s.first;
+        sum.second += s.second;
+    }
+    return sum;
+}
+
+
 /// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
-/// client, the benchmark) and, with our own server, the server's JVM.
+/// client, the benchmark) and, with our own server(s), the servers' JVMs.
 struct cpu_meter {
     const bench_ctx& c;
-    std::pair<double, double> client0 = cpu_seconds(), server0 = c.server_pid.empty() ? std::pair{0.0, 0.0} : cpu_seconds(c.server_pid);
+    std::pair<double, double> client0 = cpu_seconds(), server0 = server_cpu_seconds(c);
     std::int64_t t0 = now_ns();
     /// This process's CPU seconds (user + system) since the meter started.
     double client_s() const
@@ -61,11 +81,12 @@ struct cpu_meter {
     void report(const std::string& what) const
     {
         const auto client = cpu_seconds();
-        const auto server = c.server_pid.empty() ? std::pair{0.0, 0.0} : cpu_seconds(c.server_pid);
+        const auto server = server_cpu_seconds(c);
         const double wall = static_cast<double>(now_ns() - t0) / 1e9;
         char server_part[64] = "server n/a";
-        if (!c.server_pid.empty())
-            std::snprintf(server_part, sizeof server_part, "server user %6.2f sys %6.2f", server.first - server0.first,
+        if (!c.server_pids.empty())
+            std::snprintf(server_part, sizeof server_part, "server%s user %6.2f sys %6.2f",
+                          c.server_pids.size() > 1 ? "s" : "", server.first - server0.first,
                           server.second - server0.second);
         std::fprintf(stderr, "zklock_bench: cpu %-14s wall %6.2f s | client user %6.2f sys %6.2f | %s\n", what.c_str(), wall,
                      client.first - client0.first, client.second - client0.second, server_part);
@@ -318,22 +339,61 @@ int main(int argc, char** argv)
     }
 
     std::optional<zklock::test::zk_server> server;
+    std::optional<zklock::test::zk_ensemble> ensemble;
     std::string fl_host, fl_port;
     try {
-        if (c.opt.servers.empty()) {
-            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=no, -Xmx512m, default JIT)\n");
+        const char* force_sync = c.opt.force_sync ? "yes" : "no";
+        std::vector<std::string> extra_config = {"initLimit=10", "syncLimit=5"};
+        if (c.opt.force_sync) extra_config.push_back("forceSync=yes");
+        if (c.opt.ensemble > 0) {
+            std::fprintf(stderr, "zklock_bench: starting a %d-server ZooKeeper ensemble (forceSync=%s, -Xmx512m, default JIT)\n",
+                         c.opt.ensemble, force_sync);
+            const std::int64_t t0 = now_ns();
+            ensemble.emplace(c.opt.ensemble, zklock::test::server_options{
+                                                 .tick_time = std::chrono::milliseconds(2000),
+                                                 .jvm_heap = "512m",
+                                                 .fast_start_jvm = false,
+                                                 .extra_config = extra_config,
+                                             });
+            // The constructor waited for a leader; the leader is the last of the round-robin.
+            const int leader = ensemble->leader();
+            if (leader < 0) throw std::runtime_error("the ensemble has no leader");
+            const int n = ensemble->size();
+            c.servers = ensemble->connect_string();
+            json::array members, order;
+            for (int i = 0; i < n; ++i) members.emplace_back(ensemble->connect_string(i));
+            std::string order_text;
+            for (int k = 1; k <= n; ++k) {
+                const int i = (leader + k) % n;
+                c.session_servers.push_back(ensemble->connect_string(i));
+                c.server_pids.push_back(std::to_string(ensemble->pid(i)));
+                order.emplace_back(i);
+                order_text += (order_text.empty() ? "" : ", ") + std::to_string(i);
+            }
+            fl_host = "127.0.0.1";
+            fl_port = std::to_string(ensemble->port((leader + 1) % n));
+            std::fprintf(stderr, "zklock_bench: ensemble up after %.1f s: %s, leader %d (%s); sessions round-robin over %s\n",
+                         static_cast<double>(now_ns() - t0) / 1e9, c.servers.c_str(), leader,
+                         ensemble->connect_string(leader).c_str(), order_text.c_str());
+            c.server_config = {{"tickTime", 2000},           {"initLimit", 10},         {"syncLimit", 5},
+                               {"forceSync", force_sync},    {"maxClientCnxns", 0},     {"admin.enableServer", false},
+                               {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
+                               {"address", c.servers},       {"ensemble", n},           {"members", members},
+                               {"leader", leader},           {"session_order", order}};
+        } else if (c.opt.servers.empty()) {
+            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=%s, -Xmx512m, default JIT)\n", force_sync);
             server.emplace(zklock::test::server_options{
                 .tick_time = std::chrono::milliseconds(2000),
                 .jvm_heap = "512m",
                 .fast_start_jvm = false,
-                .extra_config = {"initLimit=10", "syncLimit=5"},
+                .extra_config = extra_config,
                 .tls = c.opt.tls ? zklock::test::shared_tls_certs().server_tls() : zklock::test::tls_server_options{},
             });
             c.servers = server->connect_string();
             fl_host = "127.0.0.1";
             fl_port = std::to_string(server->port());
             c.server_config = {{"tickTime", 2000},           {"initLimit", 10},         {"syncLimit", 5},
-                               {"forceSync", "no"},          {"maxClientCnxns", 0},     {"admin.enableServer", false},
+                               {"forceSync", force_sync},    {"maxClientCnxns", 0},     {"admin.enableServer", false},
                                {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
                                {"address", c.servers}};
             if (c.opt.tls) {
@@ -375,7 +435,7 @@ int main(int argc, char** argv)
     c.fl_host = fl_host;
     c.fl_port = fl_port;
     c.fl_all = parse_endpoints(c.servers);
-    if (server) c.server_pid = std::to_string(server->pid());
+    if (server) c.server_pids.push_back(std::to_string(server->pid()));
 
     asio::io_context ioc;
     bool finished = false;
@@ -398,6 +458,11 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "zklock_bench: ERROR: %s\n", e.what());
         }
         return 1;
+    }
+    if (ensemble && ensemble->leader() != c.server_config["leader"].as_int64()) {
+        std::fprintf(stderr, "zklock_bench: ERROR: the ensemble's leader changed during the run (now %d)\n",
+                     ensemble->leader());
+        ++c.errors;
     }
     if (c.opt.repeat > 1) print_medians(c);
     if (c.errors) std::fprintf(stderr, "zklock_bench: %d error(s), see above\n", c.errors);

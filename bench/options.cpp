@@ -34,7 +34,12 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "print (stderr) each zklock run's requests per acquisition by type, from its sessions' metrics")
         ("tls", po::bool_switch(&o.tls),
          "our server also gets a TLS port: U, C64 and W<N> run again over TLS after their plaintext run "
-         "(\"U tls\", ...), plus the bridge's memory per session");
+         "(\"U tls\", ...), plus the bridge's memory per session")
+        ("ensemble", po::value(&o.ensemble)->default_value(0),
+         "3 or 5: start a local ensemble of that many servers instead of one standalone server; session i of "
+         "each scenario connects to one member, round-robin from a follower (the leader last)")
+        ("force-sync", po::bool_switch(&o.force_sync),
+         "run our server(s) with forceSync=yes (fsync every write) instead of forceSync=no");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -60,6 +65,10 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     if (o.permits < 1 || o.permits > 1'000'000) return fail("--permits must be in 1..1000000");
     if (!o.servers.empty() && o.servers.find(':') == std::string::npos) return fail("--servers wants H:P");
     if (o.tls && !o.servers.empty()) return fail("--tls needs the benchmark's own server (no --servers)");
+    if (o.ensemble != 0 && o.ensemble != 3 && o.ensemble != 5) return fail("--ensemble must be 3 or 5");
+    if (o.ensemble != 0 && !o.servers.empty()) return fail("--ensemble starts its own servers (no --servers)");
+    if (o.ensemble != 0 && o.tls) return fail("--ensemble does not go with --tls");
+    if (o.force_sync && !o.servers.empty()) return fail("--force-sync needs the benchmark's own server(s) (no --servers)");
 
     std::vector<std::string> wanted;
     for (std::size_t pos = 0; pos <= scenario.size();) {
