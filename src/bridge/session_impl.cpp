@@ -15,6 +15,9 @@
 #include <atomic>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -311,6 +314,7 @@ void session_impl::send_probe()
     r->s = this;
     r->cb = [](error_code) {};
     leader_request(*r);
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_async(zh_, "/", &on_sync, r.get());
     submit(std::move(r), rc, request_type::sync);
@@ -545,12 +549,64 @@ template <class Req> void session_impl::refuse(std::unique_ptr<Req> r, error_cod
     schedule_completions();
 }
 
+void session_impl::begin_request()
+{
+    if (!batch_open_) {
+        batch_open_ = true;
+        batch_requests_ = 1;
+        asio::post(ex_, [self = shared_from_this()] { self->end_batch(); });
+        return;
+    }
+    // The first few requests of a turn leave at once (an acquire's create and listing: nothing to
+    // gain from holding them); from then on the socket is corked until the turn ends, and a long
+    // batch goes out in parts, so that the server starts on it while we add more.
+    ++batch_requests_;
+    if (batch_requests_ == cork_after_requests) {
+        cork();
+    } else if (batch_requests_ > cork_after_requests && (batch_requests_ - cork_after_requests) % max_batch_requests == 0) {
+        uncork();
+        cork();
+    }
+}
+
+void session_impl::end_batch()
+{
+    batch_open_ = false;
+    uncork();
+    drive();
+}
+
+void session_impl::cork()
+{
+    // Only the connected handle's own socket, checked while connected (fd_settled_): a socket the
+    // C client closed is not ours to touch, even if its number was reused.
+    if (cork_unsupported_ || corked_fd_ != -1 || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
+    const int one = 1;
+    if (::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0) {
+        corked_fd_ = fd_;
+        corked_inode_ = fd_inode_;
+    } else if (errno == ENOPROTOOPT || errno == EOPNOTSUPP) {
+        cork_unsupported_ = true;  // not a TCP socket (a TLS session's local end)
+    }
+}
+
+void session_impl::uncork()
+{
+    if (corked_fd_ == -1) return;
+    // A socket replaced since was closed, which sent what it held; never uncork another one.
+    if (corked_fd_ == fd_ && corked_inode_ == fd_inode_) {
+        const int zero = 0;
+        (void)::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
+    }
+    corked_fd_ = -1;
+}
+
 template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc, request_type type)
 {
     if (rc == ZOK) {
         metrics_.request(type);
         r.release();  // the C client owns it until its callback
-        drive();
+        if (!batch_open_) drive();  // else end_batch drives, once for the batch
         return;
     }
     // A synchronous failure: the callback never runs.
@@ -587,6 +643,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     const struct ACL_vector* acl = node_acl();
     leader_request(*r);
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, create_flags(mode),
                                 &on_create, r.get());
@@ -598,6 +655,7 @@ void session_impl::remove(const std::string& path, std::int32_t version, void_cb
     auto r = make_req<void_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     leader_request(*r);
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_adelete(zh_, path.c_str(), version, &on_void, r.get());
     submit(std::move(r), rc, request_type::remove);
@@ -609,6 +667,7 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
     submit(std::move(r), rc, request_type::exists);
@@ -627,6 +686,7 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
@@ -638,6 +698,7 @@ void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
     r->w = std::move(w);
     r->path = ZOO_CONFIG_NODE;  // the path its watch's events carry, with or without a chroot
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_agetconfig(zh_, r->w ? 1 : 0, &on_data, r.get());
     submit(std::move(r), rc, request_type::get_data);
@@ -649,6 +710,7 @@ void session_impl::set_data(const std::string& path, std::string_view data, std:
     if (!zh_) return refuse(std::move(r), no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     leader_request(*r);
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &on_set, r.get());
     submit(std::move(r), rc, request_type::set_data);
@@ -660,6 +722,7 @@ void session_impl::get_children(const std::string& path, std::shared_ptr<watch_s
     r->w = std::move(w);
     r->path = path;
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, path.c_str(), r->w ? 1 : 0, &on_children, r.get());
     submit(std::move(r), rc, request_type::get_children);
@@ -704,6 +767,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
         }
     }
     leader_request(*r);
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_amulti(zh_, static_cast<int>(n), r->ops.data(), r->results.data(), &on_multi, r.get());
     submit(std::move(r), rc, request_type::multi);
@@ -736,6 +800,7 @@ void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
         for (auto& w : b->waiters) w(ec, l);
     });
     if (!zh_) return refuse(std::move(r), no_handle_error());
+    begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
     submit(std::move(r), rc, request_type::get_children);
@@ -749,18 +814,27 @@ std::size_t session_impl::next_extension_id() noexcept
 
 namespace {
 
-void create_containers_from(const session_ptr& s, std::string dir, std::size_t from, void_cb cb)
+// Creates `dir` as a container; if its parent is missing, the parent first (the same way), then
+// `dir` again. Bottom-up, so that a lock under an existing parent costs one create, not one per
+// path component. `attempts` bounds the retries when a parent vanishes again (the server's
+// container cleanup) between its creation and ours.
+void create_container_up(const session_ptr& s, std::string dir, int attempts, void_cb cb)
 {
-    const std::size_t slash = dir.find('/', from);
-    std::string prefix = dir.substr(0, slash);
-    s->create(prefix, {}, create_mode::container,
-              [s, dir = std::move(dir), from, slash, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+    s->create(dir, {}, create_mode::container,
+              [s, dir, attempts, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
+                  if (!ec || ec == zk_errc::node_exists) return cb({});
+                  if (ec != zk_errc::no_node) return cb(ec);
+                  const std::size_t slash = dir.rfind('/');
                   // The first component's parent is "/", which always exists, unless "/" is a
                   // chroot (the server list's "/app", prefixed by the C client) that does not.
-                  if (ec == zk_errc::no_node && from == 1) return cb(errc::chroot_missing);
-                  if (ec && ec != zk_errc::node_exists) return cb(ec);
-                  if (slash == std::string::npos) return cb({});
-                  create_containers_from(s, std::move(dir), slash + 1, std::move(cb));
+                  if (slash == 0 || slash == std::string::npos) return cb(errc::chroot_missing);
+                  if (attempts <= 0) return cb(ec);
+                  std::string parent = dir.substr(0, slash);
+                  create_container_up(s, std::move(parent), attempts - 1,
+                                      [s, dir = std::move(dir), attempts, cb = std::move(cb)](error_code pec) mutable {
+                                          if (pec) return cb(pec);
+                                          create_container_up(s, std::move(dir), attempts - 1, std::move(cb));
+                                      });
               });
 }
 
@@ -768,7 +842,9 @@ void create_containers_from(const session_ptr& s, std::string dir, std::size_t f
 
 void session_impl::create_containers(const std::string& dir, void_cb cb)
 {
-    create_containers_from(shared_from_this(), dir, 1, std::move(cb));
+    // Every component may need a create and a retry; a few more for parents removed meanwhile.
+    const auto depth = static_cast<int>(std::count(dir.begin(), dir.end(), '/'));
+    create_container_up(shared_from_this(), dir, 2 * depth + 4, std::move(cb));
 }
 
 }  // namespace zklock::detail

@@ -140,8 +140,9 @@ public:
     /// session created before any of them called: an acquire calls it right after its create,
     /// and a burst of acquires on one path costs one listing, not one each.
     void list_queue(const std::string& dir, listing_cb cb);
-    /// Creates "/a", "/a/b", ... up to `dir` as container nodes (the server removes them again
-    /// once they have had children and are empty). Existing ones are fine.
+    /// Creates `dir` and whichever of its parents are missing as container nodes (the server
+    /// removes them again once they have had children and are empty); existing ones are fine.
+    /// `dir` first: a lock under an existing parent costs one request.
     void create_containers(const std::string& dir, void_cb cb);
     /// A path was not there: was it the chroot? Under a chroot "/" is the chroot's node (without
     /// one it always exists), so one exists("/") tells. `cb` gets errc::chroot_missing if so,
@@ -262,6 +263,11 @@ private:
     void drop_connection();
     void release_io();
     void drop_write_registration();
+    /// Called before each request goes to the C client: opens the turn's batch (see batch_open_).
+    void begin_request();
+    void end_batch();
+    void cork();
+    void uncork();
     zhandle_t* detach_handle();
 
     asio::any_io_executor ex_;
@@ -289,6 +295,16 @@ private:
     error_code refused_;                // why a peer was refused since the last connection (or handle) began
     std::minstd_rand jitter_{std::random_device{}()};
     bool completions_posted_ = false;
+    // Requests of one executor turn leave together (begin_request): past the first few, the
+    // socket is corked while the batch is open, and end_batch, posted by the turn's first
+    // request, uncorks it and drives the C client once for all of them.
+    static constexpr unsigned cork_after_requests = 4;
+    static constexpr unsigned max_batch_requests = 64;
+    bool batch_open_ = false;
+    unsigned batch_requests_ = 0;
+    int corked_fd_ = -1;
+    ino_t corked_inode_ = 0;
+    bool cork_unsupported_ = false;
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;
     std::deque<std::unique_ptr<c_event>> completed_;
