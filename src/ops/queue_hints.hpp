@@ -20,6 +20,11 @@ public:
                 q.n = n;
                 return;
             }
+        // A queue of one (our own node: an uncontended lock) takes no slot. Nothing reads that
+        // hint: a lease that listed no successor releases without a mark whatever the hint, and a
+        // waiter's threshold is far above one. Many distinct locks would otherwise evict the
+        // queues that matter, and copy their paths on every acquire.
+        if (n < 2) return;
         sizes_[next_] = {dir, n};
         next_ = (next_ + 1) % sizes_.size();
     }
