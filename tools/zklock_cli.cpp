@@ -618,26 +618,35 @@ void print_table(const zklock::queue_listing& listing)
     }
 }
 
+/// Connects `zk` and lists LOCKPATH, for list and revoke. nullopt: not connected, or the listing
+/// failed for a reason other than a missing path (said on stderr); else the listing, or
+/// zk_errc::no_node with an empty one.
+awaitable<std::optional<std::pair<error_code, zklock::queue_listing>>> connect_and_list(zklock::session& zk,
+                                                                                       const cli::options& o)
+{
+    std::optional<std::pair<error_code, zklock::queue_listing>> result;
+    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return result;
+    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
+    if (ec && ec != zklock::zk_errc::no_node) {
+        say("cannot list %s: %s", o.path.c_str(), (ec == zklock::errc::chroot_missing ? chroot_missing(o) : ec.message()).c_str());
+        co_return result;
+    }
+    result.emplace(ec, std::move(listing));
+    co_return result;
+}
+
 awaitable<int> run_list(cli::options o)
 {
     auto ex = co_await asio::this_coro::executor;
-    const auto config = session_config_for(o);
-    zklock::session zk{ex, config};
-    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
-    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
+    zklock::session zk{ex, session_config_for(o)};
+    auto listed = co_await connect_and_list(zk, o);
     co_await zk.async_close(tuple);
-    if (ec == zklock::zk_errc::no_node) {
+    if (!listed) co_return status::unavailable;
+    const auto& [ec, listing] = *listed;
+    if (ec) {  // no_node
         if (o.json) std::printf("%s\n", boost::json::serialize(listing_json(o, nullptr)).c_str());
         else std::printf("%s: no such lock (the path does not exist)\n", o.path.c_str());
         co_return 0;
-    }
-    if (ec == zklock::errc::chroot_missing) {
-        say("cannot list %s: %s", o.path.c_str(), chroot_missing(o).c_str());
-        co_return status::unavailable;
-    }
-    if (ec) {
-        say("cannot list %s: %s", o.path.c_str(), ec.message().c_str());
-        co_return status::unavailable;
     }
     if (o.json) {
         std::printf("%s\n", boost::json::serialize(listing_json(o, &listing)).c_str());
@@ -663,20 +672,15 @@ awaitable<int> run_list(cli::options o)
 awaitable<int> run_revoke(cli::options o)
 {
     auto ex = co_await asio::this_coro::executor;
-    const auto config = session_config_for(o);
-    zklock::session zk{ex, config};
-    if (const auto connected = co_await connect(zk, o, nullptr); !connected.connected) co_return status::unavailable;
-    auto [ec, listing] = co_await zklock::async_list_queue(zk, o.path, tuple);
-    if (ec == zklock::zk_errc::no_node) {
+    zklock::session zk{ex, session_config_for(o)};
+    auto listed = co_await connect_and_list(zk, o);
+    if (!listed || listed->first) {
         co_await zk.async_close(tuple);
+        if (!listed) co_return status::unavailable;
         say("%s has no holder (no such lock); nothing to revoke", o.path.c_str());
         co_return status::no_holder;
     }
-    if (ec) {
-        co_await zk.async_close(tuple);
-        say("cannot list %s: %s", o.path.c_str(), (ec == zklock::errc::chroot_missing ? chroot_missing(o) : ec.message()).c_str());
-        co_return status::unavailable;
-    }
+    const zklock::queue_listing& listing = listed->second;
     std::size_t asked = 0, foreign = 0, gone = 0;
     bool failed = false;
     for (const auto& e : listing.entries) {

@@ -315,15 +315,38 @@ const char* signal_text(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT";
 
 }  // namespace
 
+namespace {
+
+/// A command line zklock must refuse: status 64 and one "zklock: " line on stderr containing `message`.
+struct usage_case {
+    std::vector<std::string> args;
+    std::string message;
+};
+
+/// Runs every case and checks its refusal.
+awaitable<void> expect_usage_errors(scratch& s, const std::vector<usage_case>& cases)
+{
+    int n = 0;
+    for (const auto& c : cases) {
+        CAPTURE(n);
+        process p;
+        launch(p, s, "usage" + std::to_string(n++), c.args);
+        const int st = co_await finish(p);
+        CHECK(st == st_usage);
+        const auto err = p.err();
+        CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
+        CHECK(err.rfind("zklock: ", 0) == 0);
+        CHECK(lines_of(err).size() == 1);  // one line
+    }
+}
+
+}  // namespace
+
 TEST_CASE("zklock cli: usage errors exit 64 with a one-line message, --help documents the statuses")
 {
     run([]() -> awaitable<void> {
         scratch s;
-        struct bad {
-            std::vector<std::string> args;
-            std::string message;
-        };
-        const std::vector<bad> cases{
+        const std::vector<usage_case> cases{
             {{"--bogus", "/l", "true"}, "unknown option '--bogus'"},
             {{"-x", "/l", "true"}, "unknown option '-x'"},
             {{}, "missing LOCKPATH"},
@@ -346,18 +369,7 @@ TEST_CASE("zklock cli: usage errors exit 64 with a one-line message, --help docu
             {{"list", "/l", "extra"}, "'zklock list' takes one LOCKPATH"},
             {{"list", "--shared", "/l"}, "option '--shared' does not apply to 'zklock list'"},
         };
-        int n = 0;
-        for (auto& c : cases) {
-            CAPTURE(n);
-            process p;
-            launch(p, s, "usage" + std::to_string(n++), c.args);
-            const int st = co_await finish(p);
-            CHECK(st == st_usage);
-            const auto err = p.err();
-            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
-            CHECK(err.rfind("zklock: ", 0) == 0);
-            CHECK(lines_of(err).size() == 1);  // one line
-        }
+        co_await expect_usage_errors(s, cases);
 
         process help;
         launch(help, s, "help", {"--help"});
@@ -1133,11 +1145,7 @@ TEST_CASE("zklock cli: elect and leader usage errors exit 64 naming the problem"
 {
     run([]() -> awaitable<void> {
         scratch s;
-        struct bad {
-            std::vector<std::string> args;
-            std::string message;
-        };
-        const std::vector<bad> cases{
+        const std::vector<usage_case> cases{
             {{"elect"}, "missing election PATH; usage: zklock elect"},
             {{"elect", "relative/path", "true"}, "invalid election path 'relative/path': the path is not absolute"},
             {{"elect", "/e"}, "missing COMMAND to run while leading"},
@@ -1160,18 +1168,7 @@ TEST_CASE("zklock cli: elect and leader usage errors exit 64 naming the problem"
             {{"--watch", "/l", "true"}, "option '--watch' applies only to 'zklock leader'"},
             {{"list", "--names", "kazoo", "/l"}, "option '--names' does not apply to 'zklock list'"},
         };
-        int n = 0;
-        for (auto& c : cases) {
-            CAPTURE(n);
-            process p;
-            launch(p, s, "usage" + std::to_string(n++), c.args);
-            const int st = co_await finish(p);
-            CHECK(st == st_usage);
-            const auto err = p.err();
-            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
-            CHECK(err.rfind("zklock: ", 0) == 0);
-            CHECK(lines_of(err).size() == 1);
-        }
+        co_await expect_usage_errors(s, cases);
 
         process help;
         launch(help, s, "help", {"--help"});
@@ -1424,11 +1421,7 @@ TEST_CASE("zklock cli: --version, -E, --semaphore, -c, revoke and --json usage e
 {
     run([]() -> awaitable<void> {
         scratch s;
-        struct bad {
-            std::vector<std::string> args;
-            std::string message;
-        };
-        const std::vector<bad> cases{
+        const std::vector<usage_case> cases{
             {{"-E", "256", "/l", "true"}, "invalid --conflict-exit-code '256' (expected a number from 0 to 255)"},
             {{"--conflict-exit-code=-1", "/l", "true"}, "invalid --conflict-exit-code '-1'"},
             {{"-E", "3x", "/l", "true"}, "invalid --conflict-exit-code '3x'"},
@@ -1452,24 +1445,14 @@ TEST_CASE("zklock cli: --version, -E, --semaphore, -c, revoke and --json usage e
             {{"revoke", "--try", "/l"}, "option '--try' does not apply to 'zklock revoke'"},
             {{"revoke", "--session-timeout", "1s", "/l"}, "option '--session-timeout' does not apply to 'zklock revoke'"},
         };
-        int n = 0;
-        for (auto& c : cases) {
-            CAPTURE(n);
-            process p;
-            launch(p, s, "usage" + std::to_string(n++), c.args);
-            const int st = co_await finish(p);
-            CHECK(st == st_usage);
-            const auto err = p.err();
-            CHECK_MESSAGE(err.find(c.message) != std::string::npos, "stderr: " << err);
-            CHECK(err.rfind("zklock: ", 0) == 0);
-            CHECK(lines_of(err).size() == 1);
-        }
+        co_await expect_usage_errors(s, cases);
 
         // --version and -V: the project's version, on stdout, status 0, whatever else is given.
         const std::string version = cmake_cache("CMAKE_PROJECT_VERSION");
         REQUIRE_FALSE(version.empty());
         const std::vector<std::vector<std::string>> version_args{
             {"--version"}, {"-V"}, {"list", "--version", "/l"}, {"--servers", "nohostport", "--version"}};
+        int n = 0;
         for (const auto& args : version_args) {
             process v;
             launch(v, s, "version" + std::to_string(n++), args);
