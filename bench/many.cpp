@@ -235,6 +235,22 @@ asio::awaitable<void> many_teardown(const session_list& ss, std::shared_ptr<many
 }
 
 
+/// Past the bound: closes the sessions (which ends every pending operation), waits a little for
+/// the contenders, drops the lock objects, and returns a fresh session for the teardown.
+asio::awaitable<session_list> give_up(bench_ctx& c, session_list ss, std::shared_ptr<many_state> st, double bound_s)
+{
+    st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+    for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+    for (auto& s : st->raws) s->close();
+    st->wake.expires_after(30s);
+    if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+    st->locks.clear();  // before their sessions go
+    ss.clear();
+    session_list fresh = co_await connect_sessions(c, 1);
+    co_return fresh;
+}
+
+
 void count_failures(bench_ctx& c, scenario_result& r, const many_state& st)
 {
     r.failures = st.fails.n;
@@ -298,15 +314,7 @@ asio::awaitable<scenario_result> scenario_m(bench_ctx& c, const std::string& nam
         sampler->progress = nullptr;
     }
     const double packets = packets_since(c, packets1);
-    if (!ok) {
-        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
-        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
-        for (auto& s : st->raws) s->close();
-        st->wake.expires_after(30s);
-        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
-        st->locks.clear();
-        ss = co_await connect_sessions(c, 1);
-    }
+    if (!ok) ss = co_await give_up(c, std::move(ss), st, bound_s);
     count_failures(c, r, *st);
     st->locks.clear();
     co_await many_teardown(ss, st, dir);
@@ -377,14 +385,7 @@ asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& nam
     t0 = now_ns();
     if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
     const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
-    if (!ok) {
-        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
-        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
-        for (auto& s : st->raws) s->close();
-        st->wake.expires_after(30s);
-        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
-        ss = co_await connect_sessions(c, 1);
-    }
+    if (!ok) ss = co_await give_up(c, std::move(ss), st, bound_s);
     count_failures(c, r, *st);
     std::vector<zklock::lease>().swap(st->held);
     std::vector<std::string>().swap(st->raw_held);
