@@ -267,23 +267,17 @@ void session_impl::run_client(int events)
     if (!zh_) return;
     auto self = shared_from_this();
     in_process_ = true;
-    std::size_t completed = completed_.size();
     int rc = zookeeper_process(zh_, events);
     // zookeeper_process handles one reply per call: drain what the socket already holds, up to
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long
     // listings, as when thousands of waiters queue at once, would otherwise pile up in memory).
-    // While calls complete something the socket is asked nothing; one that completed nothing
-    // read no whole reply with a completion (the socket is empty, or held a ping's answer or the
-    // start of a reply), and only then FIONREAD says whether bytes are left. So a drain of n
-    // replies costs one FIONREAD, not n. What is left stays in the socket, which is readable at
+    // Only while bytes are there: asked to read an empty socket, the C client keeps a buffer it
+    // may later leak (see readable()). What is left stays in the socket, which is readable at
     // once when drive() asks again.
     if (events & ZOOKEEPER_READ) {
         for (int i = 0; i < 256 && rc == ZOK && zh_ && completed_bytes_ < max_drain_bytes; ++i) {
-            if (completed_.size() == completed) {
-                int avail = 0;
-                if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail <= 0) break;
-            }
-            completed = completed_.size();
+            int avail = 0;
+            if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail <= 0) break;
             rc = zookeeper_process(zh_, ZOOKEEPER_READ);
         }
     }
