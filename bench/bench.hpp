@@ -86,6 +86,7 @@ struct options {
     bool tls = false;                    // our server with a TLS port; U, C64, W<N> again over TLS (bench/tls.cpp)
     int ensemble = 0;                    // 3 or 5: our own N-server ensemble instead of one standalone server
     bool force_sync = false;             // our server(s) with forceSync=yes
+    int windows = 4;                     // M: measured turns of the lock and of its raw floor each
 };
 
 
@@ -282,6 +283,13 @@ struct failure_count {
 std::string four_letter(const std::string& host, const std::string& port, const std::string& cmd);
 void reset_server_stats(const endpoint_list& servers);
 std::optional<std::int64_t> packets_received(const endpoint_list& servers);
+/// A window of the servers' packet count: `srst`, then a baseline `srvr` (nullopt: no count).
+std::optional<std::int64_t> open_packet_window(const endpoint_list& servers);
+/// The packets the servers received since the window opened, less the final readings' own
+/// `srvr` packets (ZooKeeper 3.8 counts each as one); NaN without a count.
+double packets_in_window(const endpoint_list& servers, std::optional<std::int64_t> base);
+/// The CPU seconds (user, system) of our own servers' JVMs, summed (0 without our own server).
+std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
 endpoint_list parse_endpoints(const std::string& servers);
 std::string version_of(const std::string& srvr);
 
@@ -364,9 +372,10 @@ struct many_spec {
 };
 many_spec parse_many(const std::string& name);
 bool is_many(const std::string& name);
-/// M: after one cycle each (the first round, untimed in the figures but reported), every
-/// contender loops acquire → release on its own lock for 2 × duration.
-asio::awaitable<scenario_result> scenario_m(bench_ctx& c, const std::string& name, bool raw);
+/// M and its raw floor, set up side by side: after one cycle each (the first round, reported on
+/// its own), every contender loops acquire → release on its own lock for 2 × duration in all, in
+/// `windows` turns of each side (ABBA...). Returns {the lock's, the raw floor's}.
+asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ctx& c, const std::string& name);
 /// H: N locks acquired at once and held, then released at once; the memory they held.
 asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw);
 

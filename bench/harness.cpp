@@ -303,14 +303,9 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     });
     sampler_guard guard{sampler};
     // The packet count covers the contenders only: after the connects and the directory, before
-    // the directory's removal and the closes. srst resets the counters; the reading right after
-    // it is the baseline. A `srvr` counts itself as one received packet (ZooKeeper 3.8), so the
-    // final reading's own packet is taken off.
+    // the directory's removal and the closes.
     std::optional<std::int64_t> received0;
-    if (plan.count_requests) {
-        reset_server_stats(c.fl_all);
-        received0 = packets_received(c.fl_all);
-    }
+    if (plan.count_requests) received0 = open_packet_window(c.fl_all);
     const auto cpu0 = cpu_seconds();
     const std::int64_t t0 = now_ns();
     st->stop_ns = t0 + seconds_ns(run_s);
@@ -334,10 +329,7 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     const bool all_done = co_await wait_all(*st);
     const auto cpu1 = cpu_seconds();
     if (c.opt.request_mix && !plan.raw && !st->acqs.empty()) print_request_mix(dir, ss, st->acqs.size());
-    double requests = std::nan("");
-    if (received0 && all_done)
-        if (auto received1 = packets_received(c.fl_all))
-            requests = static_cast<double>(*received1 - *received0 - static_cast<std::int64_t>(c.fl_all.size()));
+    const double requests = all_done ? packets_in_window(c.fl_all, received0) : std::nan("");
     if (!all_done) {
         // Past the bound: close the sessions, which ends every pending operation, then collect.
         st->fail("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");

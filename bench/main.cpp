@@ -53,19 +53,6 @@ namespace zklock_bench {
 namespace {
 
 
-/// The CPU seconds (user, system) of our own servers' JVMs, summed (0 without our own server).
-std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
-{
-    std::pair<double, double> sum{0.0, 0.0};
-    for (const auto& pid : c.server_pids) {
-        const auto s = cpu_seconds(pid);
-        sum.first += s.first;
-        sum.second += s.second;
-    }
-    return sum;
-}
-
-
 /// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
 /// client, the benchmark) and, with our own server(s), the servers' JVMs.
 struct cpu_meter {
@@ -174,20 +161,24 @@ asio::awaitable<void> run_once(bench_ctx& c)
             continue;
         }
         if (is_many(name)) {
-            // The lock, then its raw floor (on libzookeeper_st: the same requests, as pipelined).
-            std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
             scenario_result lock, raw_floor;
-            {
-                const cpu_meter lock_cpu{c};
-                if (name[0] == 'M') lock = co_await scenario_m(c, name, false);
-                else lock = co_await scenario_h(c, name, false);
-                lock_cpu.report(name);
-            }
-            std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
-            {
+            if (name[0] == 'M') {
+                // The lock and its raw floor (on libzookeeper_st: the same requests, as pipelined)
+                // set up side by side, measured in turns.
+                std::fprintf(stderr, "zklock_bench: run %d: %s and its raw floor, in turns\n", c.run, name.c_str());
+                const cpu_meter cpu{c};
+                std::tie(lock, raw_floor) = co_await scenario_m(c, name);
+                cpu.report(name + " + raw floor");
+            } else {
+                std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
+                {
+                    const cpu_meter lock_cpu{c};
+                    lock = co_await scenario_h(c, name, false);
+                    lock_cpu.report(name);
+                }
+                std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
                 const cpu_meter raw_cpu{c};
-                if (name[0] == 'M') raw_floor = co_await scenario_m(c, name, true);
-                else raw_floor = co_await scenario_h(c, name, true);
+                raw_floor = co_await scenario_h(c, name, true);
                 raw_cpu.report("raw floor " + name);
             }
             json::object o = lock_object(c, lock, nullptr, &raw_floor);

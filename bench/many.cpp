@@ -2,6 +2,8 @@
 // (N distinct locks held at once), each with its raw floor on libzookeeper_st.
 #include "bench.hpp"
 
+#include <array>
+
 namespace zklock_bench {
 
 many_spec parse_many(const std::string& name)
@@ -147,16 +149,8 @@ asio::awaitable<bool> all_at_once(std::shared_ptr<many_state> st, std::size_t n,
 }
 
 
-/// Current RSS in bytes (/proc/self/statm).
-double rss_bytes()
-{
-    long pages = 0, resident = 0;
-    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        std::fclose(f);
-    }
-    return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-}
+/// Current RSS in bytes.
+double rss_bytes() { return static_cast<double>(proc_status("VmRSS")) * 1024.0; }
 
 
 /// Every session's requests sent so far (zklock's metrics).
@@ -168,22 +162,6 @@ std::uint64_t requests_sent(const session_list& ss)
         for (auto& [type, k] : m.requests) n += k;
     }
     return n;
-}
-
-
-/// The packets the server(s) received since `from` (NaN without a count), less the final `srvr`s.
-double packets_since(const bench_ctx& c, std::optional<std::int64_t> from)
-{
-    if (!from) return std::nan("");
-    auto now = packets_received(c.fl_all);
-    return now ? static_cast<double>(*now - *from - static_cast<std::int64_t>(c.fl_all.size())) : std::nan("");
-}
-
-
-std::optional<std::int64_t> reset_packets(const bench_ctx& c)
-{
-    reset_server_stats(c.fl_all);
-    return packets_received(c.fl_all);
 }
 
 
@@ -201,158 +179,206 @@ asio::awaitable<void> remove_path(std::shared_ptr<zklock::session> s, std::share
 }
 
 
+/// A scenario's side (the lock, or its raw floor): its sessions, its state, its directory.
+struct many_run {
+    session_list ss;
+    std::shared_ptr<many_state> st;
+    std::string dir;
+};
+
+
 /// Set-up shared by M and H: sessions, the lock paths, the raw floor's directories (persistent,
-/// untimed; the lock's are its own containers, made by its first cycle).
-asio::awaitable<std::pair<session_list, std::shared_ptr<many_state>>> many_setup(bench_ctx& c, const std::string& dir,
-                                                                                 const many_spec& spec, bool raw)
+/// untimed; the lock's are its own containers, made by its first cycle), and for the lock, one
+/// mutex per path when `mutexes` (M; H makes its own as it acquires).
+asio::awaitable<many_run> many_setup(bench_ctx& c, const std::string& name, const many_spec& spec, bool raw, bool mutexes)
 {
     auto ex = co_await asio::this_coro::executor;
-    auto st = std::make_shared<many_state>(ex);
-    st->data = c.node_data;
+    many_run run;
+    run.st = std::make_shared<many_state>(ex);
+    run.dir = dir_for(c, name, raw, raw);
+    auto& st = *run.st;
+    st.data = c.node_data;
     const auto n = static_cast<std::size_t>(spec.locks);
-    session_list ss = co_await connect_sessions(c, raw ? 1 : spec.sessions);
-    if (raw) st->raws = co_await connect_raw_sessions(c, spec.sessions);
-    co_await ensure_path(*ss[0], dir);
-    st->dirs.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) st->dirs.push_back(dir + "/" + std::to_string(i));
+    run.ss = co_await connect_sessions(c, raw ? 1 : spec.sessions);
+    if (raw) st.raws = co_await connect_raw_sessions(c, spec.sessions);
+    co_await ensure_path(*run.ss[0], run.dir);
+    st.dirs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) st.dirs.push_back(run.dir + "/" + std::to_string(i));
     if (raw) {
-        const bool ok = co_await all_at_once(st, n, 120, [&](std::size_t i) { return create_dir(ss[0], st, i); });
-        if (!ok || st->fails.n) throw std::runtime_error("raw floor set-up: " + st->fails.first);
+        auto& ss = run.ss;
+        auto sp = run.st;
+        const bool ok = co_await all_at_once(sp, n, 120, [&](std::size_t i) { return create_dir(ss[0], sp, i); });
+        if (!ok || st.fails.n) throw std::runtime_error("raw floor set-up: " + st.fails.first);
+    } else if (mutexes) {
+        st.locks.reserve(n);
+        for (std::size_t i = 0; i < n; ++i)
+            st.locks.push_back(std::make_unique<zklock::mutex>(*run.ss[i % run.ss.size()], st.dirs[i]));
     }
-    std::pair<session_list, std::shared_ptr<many_state>> result(std::move(ss), st);  // not braced in co_return (GCC 12)
-    co_return result;
+    co_return run;
 }
 
 
-/// Removes the lock paths (pipelined) and the scenario's directory.
-asio::awaitable<void> many_teardown(const session_list& ss, std::shared_ptr<many_state> st, const std::string& dir)
+/// The end of a side: past the bound (`ok` false), closes its sessions (which ends every pending
+/// operation) and waits a little for the contenders; then counts its failures into `r`, removes
+/// the lock paths (pipelined) and the directory, and closes the raw sessions.
+asio::awaitable<void> many_finish(bench_ctx& c, many_run& run, bool ok, double bound_s, scenario_result& r)
 {
-    failure_count ignored;
-    std::swap(ignored, st->fails);
-    co_await all_at_once(st, st->dirs.size(), 120, [&](std::size_t i) { return remove_path(ss[0], st, i); });
-    std::swap(ignored, st->fails);
-    co_await remove_dir(*ss[0], dir);
-}
-
-
-/// Past the bound: closes the sessions (which ends every pending operation), waits a little for
-/// the contenders, drops the lock objects, and returns a fresh session for the teardown.
-asio::awaitable<session_list> give_up(bench_ctx& c, session_list ss, std::shared_ptr<many_state> st, double bound_s)
-{
-    st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
-    for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
-    for (auto& s : st->raws) s->close();
-    st->wake.expires_after(30s);
-    if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
-    st->locks.clear();  // before their sessions go
-    ss.clear();
-    session_list fresh = co_await connect_sessions(c, 1);
-    co_return fresh;
-}
-
-
-void count_failures(bench_ctx& c, scenario_result& r, const many_state& st)
-{
-    r.failures = st.fails.n;
-    r.first_error = st.fails.first;
-    if (st.fails.n) {
+    auto& st = run.st;
+    if (!ok) {
+        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+        for (auto& s : run.ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        for (auto& s : st->raws) s->close();
+        st->wake.expires_after(30s);
+        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+        st->locks.clear();  // before their sessions go
+        run.ss = co_await connect_sessions(c, 1);
+    }
+    r.failures = st->fails.n;
+    r.first_error = st->fails.first;
+    if (st->fails.n) {
         ++c.errors;
         std::fprintf(stderr, "zklock_bench: ERROR %s%s: %lld failure(s), first: %s\n", r.raw ? "raw floor " : "",
-                     r.scenario.c_str(), static_cast<long long>(st.fails.n), st.fails.first.c_str());
+                     r.scenario.c_str(), static_cast<long long>(st->fails.n), st->fails.first.c_str());
     }
+    st->locks.clear();
+    std::vector<zklock::lease>().swap(st->held);
+    std::vector<std::string>().swap(st->raw_held);
+    failure_count ignored;
+    std::swap(ignored, st->fails);
+    auto& ss = run.ss;
+    co_await all_at_once(st, st->dirs.size(), 120, [&](std::size_t i) { return remove_path(ss[0], st, i); });
+    std::swap(ignored, st->fails);
+    co_await remove_dir(*ss[0], run.dir);
+    for (auto& s : st->raws) s->close();
+    st->raws.clear();
+}
+
+
+scenario_result many_result(const std::string& name, const many_spec& spec, bool raw, int sessions)
+{
+    scenario_result r;
+    r.scenario = name;
+    r.floor = r.raw = raw;
+    r.sessions = sessions;
+    r.contenders = spec.locks;
+    return r;
+}
+
+
+/// One side of M: what its first round took, and what its measured windows add up to.
+struct m_side {
+    many_run run;
+    bool ok = true;
+    double first_s = 0, first_packets = 0, first_sent = 0;
+    double span_s = 0, cpu_s = 0, server_cpu_s = 0, packets = 0;
+};
+
+
+/// Each contender of a side cycles once (stop_ns 0), or until `seconds` from now.
+asio::awaitable<bool> m_round(m_side& side, double seconds, double bound_s)
+{
+    auto st = side.run.st;
+    st->stop_ns = seconds > 0 ? now_ns() + seconds_ns(seconds) : 0;
+    const bool raw = !st->raws.empty();
+    co_return co_await all_at_once(st, st->dirs.size(), bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
+}
+
+
+/// A measured window of one side: its cycles, wall time, CPU time (ours and the servers') and
+/// requests are added to the side's.
+asio::awaitable<void> m_window(bench_ctx& c, m_side& side, double seconds, double bound_s)
+{
+    const auto packets0 = open_packet_window(c.fl_all);
+    const auto server0 = server_cpu_seconds(c);
+    const auto cpu0 = cpu_seconds();
+    const std::int64_t t0 = now_ns();
+    side.ok = co_await m_round(side, seconds, bound_s);
+    side.span_s += static_cast<double>(now_ns() - t0) / 1e9;
+    const auto cpu1 = cpu_seconds();
+    const auto server1 = server_cpu_seconds(c);
+    side.cpu_s += (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+    side.server_cpu_s += (server1.first - server0.first) + (server1.second - server0.second);
+    side.packets += packets_in_window(c.fl_all, packets0);
 }
 
 }  // namespace
 
 
-asio::awaitable<scenario_result> scenario_m(bench_ctx& c, const std::string& name, bool raw)
+asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ctx& c, const std::string& name)
 {
     const many_spec spec = parse_many(name);
-    scenario_result r;
-    r.scenario = name;
-    r.floor = r.raw = raw;
-    r.sessions = spec.sessions;
-    r.contenders = spec.locks;
     const auto n = static_cast<std::size_t>(spec.locks);
-    const std::string dir = dir_for(c, name, raw, raw);
-    auto setup = co_await many_setup(c, dir, spec, raw);
-    session_list ss = std::move(setup.first);
-    const std::shared_ptr<many_state> st = std::move(setup.second);
-    if (!raw) {
-        st->locks.reserve(n);
-        for (std::size_t i = 0; i < n; ++i)
-            st->locks.push_back(std::make_unique<zklock::mutex>(*ss[i % ss.size()], st->dirs[i]));
-    }
     const double bound_s = 2 * c.opt.duration + 120;
+    std::array<m_side, 2> sides;  // the lock, its raw floor
+    for (std::size_t k = 0; k < sides.size(); ++k) sides[k].run = co_await many_setup(c, name, spec, k == 1, true);
 
     // The first round: one cycle each, at once; the lock makes its directories (containers) now.
-    auto packets0 = reset_packets(c);
-    const std::uint64_t sent0 = requests_sent(ss);
-    std::int64_t t0 = now_ns();
-    bool ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
-    const double first_s = static_cast<double>(now_ns() - t0) / 1e9;
-    const double first_packets = packets_since(c, packets0);
-    const std::uint64_t first_sent = requests_sent(ss) - sent0;
+    for (auto& side : sides) {
+        const auto packets0 = open_packet_window(c.fl_all);
+        const std::uint64_t sent0 = requests_sent(side.run.ss);
+        const std::int64_t t0 = now_ns();
+        side.ok = co_await m_round(side, 0, bound_s);
+        side.first_s = static_cast<double>(now_ns() - t0) / 1e9;
+        side.first_packets = packets_in_window(c.fl_all, packets0);
+        side.first_sent = static_cast<double>(requests_sent(side.run.ss) - sent0);
+    }
 
-    // The measured rounds: every contender loops for 2 × duration.
-    std::optional<std::int64_t> packets1;
-    double cpu_s = 0, span = 1;
+    // The measured windows: the lock and its floor take turns (ABBA...), each for 2 × duration in
+    // all, so that a drift of the machine or the server over the run falls on both alike.
+    auto ok = [&] { return sides[0].ok && sides[1].ok && !sides[0].run.st->fails.n && !sides[1].run.st->fails.n; };
     std::shared_ptr<sampler_state> sampler;
-    if (ok && !st->fails.n) {
-        st->cycle_us.reserve(static_cast<std::size_t>(200'000 * c.opt.duration));
-        packets1 = reset_packets(c);
+    if (ok()) {
+        for (auto& side : sides) side.run.st->cycle_us.reserve(static_cast<std::size_t>(200'000 * c.opt.duration));
         auto ex = co_await asio::this_coro::executor;  // not in the call below: GCC 12 and temporaries
-        sampler = start_sampler(ex, [st] { return std::to_string(st->cycle_us.size()) + " cycles"; });
-        const auto cpu0 = cpu_seconds();
-        t0 = now_ns();
-        st->stop_ns = t0 + seconds_ns(2 * c.opt.duration);
-        ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
-        span = static_cast<double>(now_ns() - t0) / 1e9;
-        const auto cpu1 = cpu_seconds();
-        cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+        sampler = start_sampler(ex, [a = sides[0].run.st, b = sides[1].run.st] {
+            return std::to_string(a->cycle_us.size()) + " + " + std::to_string(b->cycle_us.size()) + " (raw) cycles";
+        });
+        const double each = 2 * c.opt.duration / c.opt.windows;
+        for (int w = 0; w < c.opt.windows && ok(); ++w)
+            for (int j = 0; j < 2 && ok(); ++j) co_await m_window(c, sides[(j == 0) == (w % 2 == 0) ? 0 : 1], each, bound_s);
         stop_sampler(*sampler);
         sampler->progress = nullptr;
     }
-    const double packets = packets_since(c, packets1);
-    if (!ok) ss = co_await give_up(c, std::move(ss), st, bound_s);
-    count_failures(c, r, *st);
-    st->locks.clear();
-    co_await many_teardown(ss, st, dir);
-    for (auto& s : st->raws) s->close();
-    st->raws.clear();
 
-    auto& cyc = st->cycle_us;
-    std::sort(cyc.begin(), cyc.end());
-    const double acquisitions = static_cast<double>(cyc.size());
-    r.window_cpu_s = cpu_s;
-    r.window_acquisitions = cyc.size();
-    r.figs.add("acquisitions_per_s", acquisitions / span);
-    r.figs.add("cycle_p50_us", percentile(cyc, 0.50));
-    r.figs.add("cycle_p99_us", percentile(cyc, 0.99));
-    r.figs.add("requests_per_acquisition", acquisitions > 0 ? packets / acquisitions : std::nan(""));
-    r.figs.add("client_cpu_us_per_acquisition", acquisitions > 0 ? cpu_s * 1e6 / acquisitions : std::nan(""));
-    r.figs.add("first_round_s", first_s);
-    r.figs.add("first_round_requests_per_lock", first_packets / static_cast<double>(n));
-    if (!raw) r.figs.add("first_round_sent_per_lock", static_cast<double>(first_sent) / static_cast<double>(n));
-    r.figs.add("threads", sampler ? sampler->max_threads : 0);
-    r.figs.add("peak_rss_mb", peak_rss_mb());
-    co_return r;
+    std::pair<scenario_result, scenario_result> out(many_result(name, spec, false, spec.sessions),
+                                                    many_result(name, spec, true, spec.sessions));
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+        m_side& side = sides[k];
+        scenario_result& r = k == 0 ? out.first : out.second;
+        co_await many_finish(c, side.run, side.ok, bound_s, r);
+        auto& cyc = side.run.st->cycle_us;
+        std::sort(cyc.begin(), cyc.end());
+        const double acquisitions = static_cast<double>(cyc.size());
+        const double span = side.span_s > 0 ? side.span_s : 1;
+        r.window_cpu_s = side.cpu_s;
+        r.window_acquisitions = cyc.size();
+        r.figs.add("acquisitions_per_s", acquisitions / span);
+        r.figs.add("cycle_p50_us", percentile(cyc, 0.50));
+        r.figs.add("cycle_p99_us", percentile(cyc, 0.99));
+        r.figs.add("requests_per_acquisition", acquisitions > 0 ? side.packets / acquisitions : std::nan(""));
+        r.figs.add("client_cpu_us_per_acquisition", acquisitions > 0 ? side.cpu_s * 1e6 / acquisitions : std::nan(""));
+        r.figs.add("server_cpu_us_per_acquisition",
+                   acquisitions > 0 && !c.server_pids.empty() ? side.server_cpu_s * 1e6 / acquisitions : std::nan(""));
+        r.figs.add("first_round_s", side.first_s);
+        r.figs.add("first_round_requests_per_lock", side.first_packets / static_cast<double>(n));
+        if (k == 0) r.figs.add("first_round_sent_per_lock", side.first_sent / static_cast<double>(n));
+        r.figs.add("threads", sampler ? sampler->max_threads : 0);
+        r.figs.add("peak_rss_mb", peak_rss_mb());
+        cyc.clear();
+        cyc.shrink_to_fit();
+    }
+    co_return out;
 }
 
 
 asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw)
 {
     const many_spec spec = parse_many(name);
-    scenario_result r;
-    r.scenario = name;
-    r.floor = r.raw = raw;
-    r.sessions = 1;
-    r.contenders = spec.locks;
+    scenario_result r = many_result(name, spec, raw, 1);
     const auto n = static_cast<std::size_t>(spec.locks);
-    const std::string dir = dir_for(c, name, raw, raw);
-    auto setup = co_await many_setup(c, dir, spec, raw);
-    session_list ss = std::move(setup.first);
-    const std::shared_ptr<many_state> st = std::move(setup.second);
+    many_run run = co_await many_setup(c, name, spec, raw, false);
+    auto& ss = run.ss;
+    const std::shared_ptr<many_state> st = run.st;
     const double bound_s = 120 + static_cast<double>(n) / 100;
     bool ok = true;
     if (!raw) {
@@ -371,13 +397,13 @@ asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& nam
     const double rss0 = rss_bytes();
     reset_peak_rss();
     const double hwm0 = peak_rss_mb();
-    auto packets0 = reset_packets(c);
+    const auto packets0 = open_packet_window(c.fl_all);
     const auto cpu0 = cpu_seconds();
     std::int64_t t0 = now_ns();
     if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); });
     const double acquire_s = static_cast<double>(now_ns() - t0) / 1e9;
     const auto cpu1 = cpu_seconds();
-    const double packets = packets_since(c, packets0);
+    const double packets = packets_in_window(c.fl_all, packets0);
     const double hwm1 = peak_rss_mb();
     ::malloc_trim(0);  // what the acquires freed is not held
     const double rss1 = rss_bytes();
@@ -385,13 +411,7 @@ asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& nam
     t0 = now_ns();
     if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
     const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
-    if (!ok) ss = co_await give_up(c, std::move(ss), st, bound_s);
-    count_failures(c, r, *st);
-    std::vector<zklock::lease>().swap(st->held);
-    std::vector<std::string>().swap(st->raw_held);
-    co_await many_teardown(ss, st, dir);
-    for (auto& s : st->raws) s->close();
-    st->raws.clear();
+    co_await many_finish(c, run, ok, bound_s, r);
 
     const double dn = static_cast<double>(n);
     r.window_cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);

@@ -39,7 +39,10 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "3 or 5: start a local ensemble of that many servers instead of one standalone server; session i of "
          "each scenario connects to one member, round-robin from a follower (the leader last)")
         ("force-sync", po::bool_switch(&o.force_sync),
-         "run our server(s) with forceSync=yes (fsync every write) instead of forceSync=no");
+         "run our server(s) with forceSync=yes (fsync every write) instead of forceSync=no")
+        ("windows", po::value(&o.windows)->default_value(4),
+         "M<N>: the lock and its raw floor take turns (ABBA...), this many measured windows each, "
+         "2 x duration in all each");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -59,8 +62,8 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         exit_code = 2;
         return std::nullopt;
     };
-    if (!(o.duration > 0) || !(o.warmup >= 0) || o.repeat < 1 || (vm.count("waiters") && o.waiters < 1))
-        return fail("--duration must be > 0, --warmup >= 0, --repeat and --waiters >= 1");
+    if (!(o.duration > 0) || !(o.warmup >= 0) || o.repeat < 1 || (vm.count("waiters") && o.waiters < 1) || o.windows < 1)
+        return fail("--duration must be > 0, --warmup >= 0, --repeat, --waiters and --windows >= 1");
     if (o.hold_us < 0 || o.hold_us > 60'000'000) return fail("--hold-us must be in 0..60000000");
     if (o.permits < 1 || o.permits > 1'000'000) return fail("--permits must be in 1..1000000");
     if (!o.servers.empty() && o.servers.find(':') == std::string::npos) return fail("--servers wants H:P");

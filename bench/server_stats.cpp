@@ -53,6 +53,33 @@ std::optional<std::int64_t> packets_received(const endpoint_list& servers)
 }
 
 
+std::optional<std::int64_t> open_packet_window(const endpoint_list& servers)
+{
+    reset_server_stats(servers);
+    return packets_received(servers);
+}
+
+
+double packets_in_window(const endpoint_list& servers, std::optional<std::int64_t> base)
+{
+    if (!base) return std::nan("");
+    const auto now = packets_received(servers);
+    return now ? static_cast<double>(*now - *base - static_cast<std::int64_t>(servers.size())) : std::nan("");
+}
+
+
+std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
+{
+    std::pair<double, double> sum{0.0, 0.0};
+    for (const auto& pid : c.server_pids) {
+        const auto s = cpu_seconds(pid);
+        sum.first += s.first;
+        sum.second += s.second;
+    }
+    return sum;
+}
+
+
 /// "h1:p1,[::1]:p2/chroot" -> {(h1, p1), (::1, p2)}.
 endpoint_list parse_endpoints(const std::string& servers)
 {
