@@ -39,22 +39,13 @@ inline asio::any_completion_executor track_work(const asio::any_completion_execu
     return asio::prefer(ex, tracked);
 }
 
-/// The candidate executor to ask a type-erased handler for its own: any_completion_handler takes
-/// it as an any_completion_executor, and an any_io_executor converts to one by an allocation
-/// (Asio 1.81 wraps it whole) where its inner io_context executor converts in place.
-inline asio::any_completion_executor completion_candidate(const asio::any_io_executor& ex)
-{
-    if (const auto* t = ex.target<asio::io_context::executor_type>()) return asio::any_completion_executor(*t);
-    return asio::any_completion_executor(ex);
-}
-
 template <class... Args> class stored_handler {
 public:
     stored_handler() = default;
     /// `io_ex`: the executor of the I/O object, the handler's executor when it has none of its
     /// own (not kept: the tracked executor is all a completion needs).
     stored_handler(handler<Args...> h, const asio::any_io_executor& io_ex)
-        : work_(track_work(asio::get_associated_executor(h, completion_candidate(io_ex)))), h_(std::move(h))
+        : work_(track_work(asio::get_associated_executor(h, io_ex))), h_(std::move(h))
     {
     }
 

@@ -31,7 +31,7 @@ void metrics_state::acquire_started(lock_kind k, const std::string& path)
     engagement_changed(was);
 }
 
-void metrics_state::release_gauge(gauge_map::iterator it)
+void metrics_state::release_gauge(std::unordered_map<std::string, gauges>::iterator it)
 {
     if (it->second.waiters == 0 && it->second.holders == 0) paths_.erase(it);
 }
@@ -64,7 +64,7 @@ void metrics_state::acquire_finished(lock_kind k, const std::string& path, error
     }
 }
 
-void metrics_state::lease_ended(std::string_view path, clock::duration held, error_code lost_reason)
+void metrics_state::lease_ended(const std::string& path, clock::duration held, error_code lost_reason)
 {
     hold_.observe(std::chrono::duration<double>(held).count());
     if (lost_reason == errc::lock_lost) ++lost_deleted_;

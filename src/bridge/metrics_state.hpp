@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -59,7 +58,7 @@ public:
                           bool with_listing);
     /// A lease ended (released or lost) after holding `path` for `held`. `lost_reason`: empty for
     /// a release, else errc::lock_lost, session_expired, session_closed.
-    void lease_ended(std::string_view path, clock::duration held, error_code lost_reason);
+    void lease_ended(const std::string& path, clock::duration held, error_code lost_reason);
     void request(request_type t) noexcept { ++requests_[static_cast<std::size_t>(t)]; }
     void listing(std::size_t children) noexcept { listing_size_.observe(static_cast<double>(children)); }
     /// Cohort mode: a local grant, as the first holder of a fresh node or handed on on the same one.
@@ -94,13 +93,7 @@ private:
     {
         return k == lock_kind::exclusive ? exclusive_ : k == lock_kind::shared ? shared_ : permit_;
     }
-    // Looked up by string_view too (a lease knows its node, whose parent is the path).
-    struct path_hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-    };
-    using gauge_map = std::unordered_map<std::string, gauges, path_hash, std::equal_to<>>;
-    void release_gauge(gauge_map::iterator it);
+    void release_gauge(std::unordered_map<std::string, gauges>::iterator it);
     void engagement_changed(bool was)
     {
         if (was != engaged() && on_engaged_) on_engaged_(engaged());
@@ -117,7 +110,7 @@ private:
     std::uint64_t reconnects_ = 0, expiries_ = 0, presumed_expiries_ = 0;
     std::uint64_t background_cleanups_ = 0, background_cleanups_pending_ = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(request_type::count_)> requests_{};
-    gauge_map paths_;
+    std::unordered_map<std::string, gauges> paths_;
     unique_function<void(bool)> on_engaged_;
 };
 

@@ -501,12 +501,11 @@ zhandle_t* session_impl::shut_down(graveyard& g)
     }
     completed_.clear();
     completed_bytes_ = 0;
-    for (auto& [dir, p] : listings_) {  // (the posted send_open_listing holds the batch: Asio destroys that)
-        if (!p.open) continue;
-        for (auto& w : p.open->waiters) g.bury(std::move(w));
-        p.open->waiters.clear();
-        p.open.reset();
+    for (auto& [dir, b] : open_listings_) {  // (the posted send_listing holds the batch: Asio destroys that)
+        for (auto& w : b->waiters) g.bury(std::move(w));
+        b->waiters.clear();
     }
+    open_listings_.clear();
     watches_.abandon(g);
     auto observers = observers_;
     for (auto& w : observers)
@@ -776,44 +775,34 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
 
 void session_impl::list_queue(const std::string& dir, listing_cb cb)
 {
-    auto& entry = *listings_.try_emplace(dir).first;
-    path_listings& p = entry.second;
-    if (p.open) {
-        p.open->waiters.push_back(std::move(cb));
+    if (auto it = open_listings_.find(dir); it != open_listings_.end()) {
+        it->second->waiters.push_back(std::move(cb));
         return;
     }
+    auto b = std::make_shared<listing_batch>();
+    b->dir = dir;
+    b->waiters.push_back(std::move(cb));
     // Nothing of this path in flight (an uncontended acquire): at once, right behind the create.
-    if (p.in_flight == 0) return send_listing(entry, std::move(cb));
     // Else the listing waits for the handlers already queued, which may ask for it too.
-    p.open = std::make_shared<listing_batch>();
-    p.open->dir = dir;
-    p.open->waiters.push_back(std::move(cb));
-    asio::post(ex_, [self = shared_from_this(), b = p.open] { self->send_open_listing(b); });
+    if (!listings_in_flight_.contains(dir)) return send_listing(b);
+    open_listings_.emplace(dir, b);
+    asio::post(ex_, [self = shared_from_this(), b] { self->send_listing(b); });
 }
 
-void session_impl::send_open_listing(const std::shared_ptr<listing_batch>& b)
+void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
 {
-    const auto it = listings_.find(b->dir);
-    if (it == listings_.end() || it->second.open != b) return;  // dropped (shut_down)
-    it->second.open.reset();
-    send_listing(*it, [b](error_code ec, std::shared_ptr<const listing> l) {
-        for (auto& w : b->waiters) w(ec, l);
-    });
-}
-
-void session_impl::send_listing(listings_map::value_type& entry, listing_cb deliver)
-{
-    ++entry.second.in_flight;
-    auto r = make_req<listing_req>(this, [self = shared_from_this(), e = &entry, deliver = std::move(deliver)](
-                                             error_code ec, std::shared_ptr<const listing> l) mutable {
-        if (--e->second.in_flight == 0 && !e->second.open) self->listings_.erase(self->listings_.find(e->first));
+    if (auto it = open_listings_.find(b->dir); it != open_listings_.end() && it->second == b) open_listings_.erase(it);
+    ++listings_in_flight_[b->dir];
+    auto r = make_req<listing_req>(this, [self = shared_from_this(), b](error_code ec, std::shared_ptr<const listing> l) {
+        auto& f = self->listings_in_flight_;
+        if (auto it = f.find(b->dir); it != f.end() && --it->second == 0) f.erase(it);
         if (!ec) self->metrics_.listing(l->children());
-        deliver(ec, std::move(l));
+        for (auto& w : b->waiters) w(ec, l);
     });
     if (!zh_) return refuse(std::move(r), no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
-    const int rc = zoo_aget_children(zh_, entry.first.c_str(), 0, &on_listing, r.get());
+    const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
     submit(std::move(r), rc, request_type::get_children);
 }
 

@@ -328,17 +328,10 @@ private:
         std::string dir;
         std::vector<listing_cb> waiters;
     };
-    // By path: a session may list thousands of lock paths at once (one lock per resource). An
-    // entry lives while a listing of its path is in flight or waits to be sent; its address is
-    // stable (unordered_map never moves its elements), so a listing in flight holds it directly.
-    struct path_listings {
-        std::size_t in_flight = 0;            // sent, not answered
-        std::shared_ptr<listing_batch> open;  // not sent yet: later callers join it
-    };
-    using listings_map = std::unordered_map<std::string, path_listings>;
-    listings_map listings_;
-    void send_listing(listings_map::value_type& entry, unique_function<void(error_code, std::shared_ptr<const listing>)> deliver);
-    void send_open_listing(const std::shared_ptr<listing_batch>& b);
+    // By path: a session may list thousands of lock paths at once (one lock per resource).
+    std::unordered_map<std::string, std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
+    std::unordered_map<std::string, std::size_t> listings_in_flight_;  // sent, not answered, per path
+    void send_listing(const std::shared_ptr<listing_batch>& b);
     bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect

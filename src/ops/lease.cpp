@@ -44,7 +44,7 @@ void lease_state::report_end(error_code lost_reason)
     if (reported_end_) return;
     reported_end_ = true;
     const auto slash = node_.rfind('/');
-    s_->metrics().lease_ended(std::string_view(node_).substr(0, slash == 0 ? 1 : slash), std::chrono::steady_clock::now() - granted_,
+    s_->metrics().lease_ended(node_.substr(0, slash == 0 ? 1 : slash), std::chrono::steady_clock::now() - granted_,
                               lost_reason);
 }
 
@@ -106,14 +106,14 @@ void lease_state::on_node_data(const std::string& data)
 {
     // A cohort's local holder hears of a request from the cohort's lease (make_local), never
     // from its own read, which may be answered before the cohort's.
-    if (revoke_requested_ || data != revocation_request || local_holder()) return;
+    if (revoke_requested_ || data != revocation_request || local_release_) return;
     on_revoked();
 }
 
 void lease_state::on_revoked()
 {
     revoke_requested_ = true;
-    if (!local_holder() && s_->log().wants(log_level::info)) {
+    if (!local_release_ && s_->log().wants(log_level::info)) {
         const auto slash = node_.rfind('/');
         s_->log().event(log_level::info, "revocation requested: another client asks this holder to let go",
                         std::string_view(node_).substr(0, slash == 0 ? 1 : slash), node_);
@@ -126,26 +126,26 @@ void lease_state::on_revoked()
 bool lease_state::revocation_requested() const noexcept
 {
     if (revoke_requested_) return true;
-    auto src = revoke_source();
+    auto src = revoke_source_.lock();
     return src && src->revocation_requested();
 }
 
 void lease_state::wait_revocation(unique_function<void(error_code)> cb)
 {
     revoke_waiters_.push_back(std::move(cb));
-    if (local_holder()) return follow_revocation();
+    if (local_release_) return follow_revocation();
     ensure_watch();
 }
 
 void lease_state::follow_revocation()
 {
-    auto src = revoke_source();
-    if (!src || local_->following_revocation) return;
-    local_->following_revocation = true;
+    auto src = revoke_source_.lock();
+    if (following_revocation_ || !src) return;
+    following_revocation_ = true;
     src->wait_revocation([weak = weak_from_this()](error_code ec) {
         auto self = weak.lock();
         if (!self) return;
-        self->local_->following_revocation = false;
+        self->following_revocation_ = false;
         // A loss of the cohort's node reaches us through lose(); its release, only once every
         // local holder has released.
         if (!ec && (self->status_ == lease_status::held || self->status_ == lease_status::suspended))
@@ -205,7 +205,7 @@ void lease_state::on_presumed_expired()
     // lists. (Cleared first: whoever hears of the loss may release the lease from set_lost.)
     mark_dir_.clear();
     set_lost(errc::session_expired);
-    if (local_holder() || status_ == lease_status::released) return;  // a cohort's local holder: the node is the cohort's to remove; or released meanwhile
+    if (local_release_ || status_ == lease_status::released) return;  // a cohort's local holder: the node is the cohort's to remove; or released meanwhile
     remove_node({});
 }
 
@@ -238,11 +238,10 @@ void lease_state::release(unique_function<void(error_code)> cb)
     status_waiters_.clear();
     for (auto& w : waiters) w({}, lease_status::released);
     node_watch_.reset();
-    if (local_holder()) {
+    if (local_release_) {
         // A cohort's local holder: the cohort hands the lock on (or deletes its node) and completes
         // `cb`, never inline.
-        auto hook = std::move(local_->on_release);
-        local_->on_release = nullptr;
+        auto hook = std::move(local_release_);
         hook(std::move(cb));
         return;
     }

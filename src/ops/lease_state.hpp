@@ -50,7 +50,9 @@ public:
     /// local holder does, and no holder's release can be handed on locally after it.
     void make_local(std::uint64_t local_seq, release_hook on_release, const std::shared_ptr<lease_state>& node)
     {
-        local_ = std::make_unique<local_part>(local_seq, std::move(on_release), node);
+        local_seq_ = local_seq;
+        local_release_ = std::move(on_release);
+        revoke_source_ = node;
     }
     /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
     void set_unmetered() noexcept { reported_end_ = true; }
@@ -58,7 +60,7 @@ public:
     lease_status status() const noexcept { return status_; }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }
-    std::uint64_t local_seq() const noexcept { return local_ ? local_->seq : 0; }
+    std::uint64_t local_seq() const noexcept { return local_seq_; }
     std::uint64_t generation() const noexcept { return generation_; }
     error_code lost_reason() const noexcept { return lost_reason_; }
     const session_ptr& session() const noexcept { return s_; }
@@ -93,24 +95,10 @@ private:
     bool revoke_requested_ = false;
     std::chrono::steady_clock::time_point granted_;
     bool reported_end_ = false;
-    // Cohort mode (see make_local), apart: a held lock costs a lease_state each (bench H20000).
-    struct local_part {
-        local_part(std::uint64_t s, release_hook r, std::weak_ptr<lease_state> src)
-            : seq(s), on_release(std::move(r)), revoke_source(std::move(src))
-        {
-        }
-        std::uint64_t seq;
-        release_hook on_release;  // empty once released
-        std::weak_ptr<lease_state> revoke_source;
-        bool following_revocation = false;  // a waiter of revoke_source's is ours
-    };
-    std::unique_ptr<local_part> local_;
-    /// A cohort's local holder, not released yet.
-    bool local_holder() const noexcept { return local_ && local_->on_release; }
-    std::shared_ptr<lease_state> revoke_source() const noexcept
-    {
-        return local_ ? local_->revoke_source.lock() : nullptr;
-    }
+    std::uint64_t local_seq_ = 0;
+    release_hook local_release_;  // cohort mode: see make_local
+    std::weak_ptr<lease_state> revoke_source_;  // cohort mode: see make_local
+    bool following_revocation_ = false;         // a waiter of revoke_source_'s is ours
     void on_node_data(const std::string& data);
     void on_revoked();
     void follow_revocation();

@@ -7,12 +7,8 @@
 #include <zklock/detail/session_fwd.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/io_context.hpp>
 
 #include <memory>
-#include <type_traits>
 #include <utility>
 
 namespace zklock::detail {
@@ -28,22 +24,6 @@ boost::asio::any_io_executor executor_of(const std::shared_ptr<watch_state>& w) 
 boost::asio::any_io_executor executor_of(const std::shared_ptr<lease_state>& l) noexcept;
 boost::asio::any_io_executor executor_of(const std::shared_ptr<observer_state>& o) noexcept;
 
-/// Calls `start(handler)`. A handler whose associated executor is an any_io_executor around an
-/// io_context's executor (a coroutine's, for one) gets that inner executor bound instead: the
-/// same executor, which the type-erased handler converts to any_completion_executor in place,
-/// where the any_io_executor would take an allocation at every use.
-template <class Handler, class Start> void with_plain_executor(Handler&& h, const Start& start)
-{
-    namespace asio = boost::asio;
-    using handler_type = std::decay_t<Handler>;
-    if constexpr (std::is_same_v<asio::associated_executor_t<handler_type>, asio::any_io_executor>) {
-        const asio::any_io_executor ex = asio::get_associated_executor(h);
-        if (const auto* inner = ex.target<asio::io_context::executor_type>())
-            return start(asio::bind_executor(*inner, std::forward<Handler>(h)));
-    }
-    start(std::forward<Handler>(h));
-}
-
 /// Starts an operation on `object` with `Start(object, args..., handler)`.
 template <auto Start, class Object> struct initiation {
     Object object;
@@ -53,15 +33,11 @@ template <auto Start, class Object> struct initiation {
 
     template <class Handler, class... Args> void operator()(Handler&& h, Args&&... args) &&
     {
-        with_plain_executor(std::forward<Handler>(h), [&](auto&& handler) {
-            Start(std::move(object), std::forward<Args>(args)..., std::forward<decltype(handler)>(handler));
-        });
+        Start(std::move(object), std::forward<Args>(args)..., std::forward<Handler>(h));
     }
     template <class Handler, class... Args> void operator()(Handler&& h, Args&&... args) const&
     {
-        with_plain_executor(std::forward<Handler>(h), [&](auto&& handler) {
-            Start(object, std::forward<Args>(args)..., std::forward<decltype(handler)>(handler));
-        });
+        Start(object, std::forward<Args>(args)..., std::forward<Handler>(h));
     }
 };
 
