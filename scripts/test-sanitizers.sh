@@ -2,7 +2,7 @@
 # The ZKLOCK_SANITIZERS=1 part of scripts/test.sh, run after the regular suite has passed:
 #   1. the fault storm for 60 s (ctest label "soak") in the regular build;
 #   2. the whole suite built with ASan + UBSan, LeakSanitizer on       (build-asan);
-#   3. the tests that run an io_context on several threads, under TSan (build-tsan);
+#   3. the tests that run an io_context on several threads, under TSan, three times (build-tsan);
 #   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz).
 # About 20 minutes on 2 cores from scratch. Every step runs even if an earlier one failed; the
 # script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR; the fuzz
@@ -76,7 +76,7 @@ step "TSan: building the threaded tests in $tsan"
 if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF &&
     cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
     step "TSan: running them"
-    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --timeout 900" ||
+    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --repeat until-fail:3 --timeout 900" ||
         ctest_digest tsan "$tsan"
 else
     failed+=("tsan build")

@@ -277,6 +277,30 @@ std::shared_ptr<asio::ssl::context> tls_bridge::load(const std::vector<file_stam
     return ctx;
 }
 
+namespace {
+
+void parse_certificates(SSL_CTX* native)
+{
+    // OpenSSL parses a certificate's extensions on first use, under the certificate's lock, and
+    // later readers skip the lock on an atomic flag. The context is shared by sessions on several
+    // threads: parsing them here, before it is shared, leaves only reads to the handshakes. (A
+    // thread sanitizer cannot see libcrypto's atomics, and took those reads for races.)
+    const auto parse = [](X509* x) { X509_check_purpose(x, -1, 0); };
+    X509_STORE* store = SSL_CTX_get_cert_store(native);
+    if (X509_STORE_lock(store) == 1) {
+        STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store);
+        for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i)
+            if (X509* x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i))) parse(x);
+        X509_STORE_unlock(store);
+    }
+    if (X509* own = SSL_CTX_get0_certificate(native)) parse(own);
+    STACK_OF(X509)* chain = nullptr;
+    if (SSL_CTX_get0_chain_certs(native, &chain) == 1)
+        for (int i = 0; i < sk_X509_num(chain); ++i) parse(sk_X509_value(chain, i));
+}
+
+}  // namespace
+
 std::shared_ptr<asio::ssl::context> tls_bridge::make_context() const
 {
     auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
@@ -309,6 +333,7 @@ std::shared_ptr<asio::ssl::context> tls_bridge::make_context() const
             return fail("the key " + options_.key_file + " does not match the certificate " + options_.cert_file);
         }
     }
+    parse_certificates(native);
     return ctx;
 }
 
