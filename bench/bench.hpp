@@ -152,6 +152,10 @@ struct bench_ctx {
     std::map<std::string, std::vector<json::object>> lines;  // every run's JSON object per scenario
 };
 
+// (bench/measure.cpp) The CPU seconds (user, system) of our own servers' JVMs, summed (0 without
+// our own server).
+std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
+
 
 using session_list = std::vector<std::shared_ptr<zklock::session>>;
 
@@ -288,8 +292,6 @@ std::optional<std::int64_t> open_packet_window(const endpoint_list& servers);
 /// The packets the servers received since the window opened, less the final readings' own
 /// `srvr` packets (ZooKeeper 3.8 counts each as one); NaN without a count.
 double packets_in_window(const endpoint_list& servers, std::optional<std::int64_t> base);
-/// The CPU seconds (user, system) of our own servers' JVMs, summed (0 without our own server).
-std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
 endpoint_list parse_endpoints(const std::string& servers);
 std::string version_of(const std::string& srvr);
 

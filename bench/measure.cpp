@@ -64,4 +64,16 @@ std::pair<double, double> cpu_seconds(const std::string& pid)
     return {utime / hz, stime / hz};
 }
 
+
+std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
+{
+    std::pair<double, double> sum{0.0, 0.0};
+    for (const auto& pid : c.server_pids) {
+        const auto s = cpu_seconds(pid);
+        sum.first += s.first;
+        sum.second += s.second;
+    }
+    return sum;
+}
+
 }  // namespace zklock_bench

@@ -68,18 +68,6 @@ double packets_in_window(const endpoint_list& servers, std::optional<std::int64_
 }
 
 
-std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
-{
-    std::pair<double, double> sum{0.0, 0.0};
-    for (const auto& pid : c.server_pids) {
-        const auto s = cpu_seconds(pid);
-        sum.first += s.first;
-        sum.second += s.second;
-    }
-    return sum;
-}
-
-
 /// "h1:p1,[::1]:p2/chroot" -> {(h1, p1), (::1, p2)}.
 endpoint_list parse_endpoints(const std::string& servers)
 {
