@@ -31,7 +31,7 @@ void metrics_state::acquire_started(lock_kind k, const std::string& path)
     engagement_changed(was);
 }
 
-void metrics_state::release_gauge(std::unordered_map<std::string, gauges>::iterator it)
+void metrics_state::release_gauge(gauge_map::iterator it)
 {
     if (it->second.waiters == 0 && it->second.holders == 0) paths_.erase(it);
 }

@@ -10,11 +10,12 @@
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace zklock::detail {
@@ -93,7 +94,10 @@ private:
     {
         return k == lock_kind::exclusive ? exclusive_ : k == lock_kind::shared ? shared_ : permit_;
     }
-    void release_gauge(std::unordered_map<std::string, gauges>::iterator it);
+    // A flat table: a path's entry comes and goes with each uncontended cycle, and a session may
+    // have thousands of paths engaged at once. No entry is held across an insert.
+    using gauge_map = boost::unordered_flat_map<std::string, gauges>;
+    void release_gauge(gauge_map::iterator it);
     void engagement_changed(bool was)
     {
         if (was != engaged() && on_engaged_) on_engaged_(engaged());
@@ -110,7 +114,7 @@ private:
     std::uint64_t reconnects_ = 0, expiries_ = 0, presumed_expiries_ = 0;
     std::uint64_t background_cleanups_ = 0, background_cleanups_pending_ = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(request_type::count_)> requests_{};
-    std::unordered_map<std::string, gauges> paths_;
+    gauge_map paths_;
     unique_function<void(bool)> on_engaged_;
 };
 
