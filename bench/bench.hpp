@@ -86,7 +86,7 @@ struct options {
     bool tls = false;                    // our server with a TLS port; U, C64, W<N> again over TLS (bench/tls.cpp)
     int ensemble = 0;                    // 3 or 5: our own N-server ensemble instead of one standalone server
     bool force_sync = false;             // our server(s) with forceSync=yes
-    int windows = 4;                     // M: measured turns of the lock and of its raw floor each
+    int windows = 4;                     // M, H: measured turns of the lock and of its raw floor each
 };
 
 
@@ -378,8 +378,10 @@ bool is_many(const std::string& name);
 /// its own), every contender loops acquire → release on its own lock for 2 × duration in all, in
 /// `windows` turns of each side (ABBA...). Returns {the lock's, the raw floor's}.
 asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ctx& c, const std::string& name);
-/// H: N locks acquired at once and held, then released at once; the memory they held.
-asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw);
+/// H and its raw floor: N locks acquired at once and held, then released at once. Each side's
+/// first round takes the memory figures (the lock's before the floor is set up); then `windows`
+/// timed rounds each, in turns (ABBA...). Returns {the lock's, the raw floor's}.
+asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ctx& c, const std::string& name);
 
 // ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and the bridge's memory per session
 

@@ -162,24 +162,14 @@ asio::awaitable<void> run_once(bench_ctx& c)
         }
         if (is_many(name)) {
             scenario_result lock, raw_floor;
-            if (name[0] == 'M') {
-                // The lock and its raw floor (on libzookeeper_st: the same requests, as pipelined)
-                // set up side by side, measured in turns.
-                std::fprintf(stderr, "zklock_bench: run %d: %s and its raw floor, in turns\n", c.run, name.c_str());
+            // The lock and its raw floor (on libzookeeper_st: the same requests, as pipelined)
+            // set up side by side, measured in turns.
+            std::fprintf(stderr, "zklock_bench: run %d: %s and its raw floor, in turns\n", c.run, name.c_str());
+            {
                 const cpu_meter cpu{c};
-                std::tie(lock, raw_floor) = co_await scenario_m(c, name);
+                if (name[0] == 'M') std::tie(lock, raw_floor) = co_await scenario_m(c, name);
+                else std::tie(lock, raw_floor) = co_await scenario_h(c, name);
                 cpu.report(name + " + raw floor");
-            } else {
-                std::fprintf(stderr, "zklock_bench: run %d: %s\n", c.run, name.c_str());
-                {
-                    const cpu_meter lock_cpu{c};
-                    lock = co_await scenario_h(c, name, false);
-                    lock_cpu.report(name);
-                }
-                std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
-                const cpu_meter raw_cpu{c};
-                raw_floor = co_await scenario_h(c, name, true);
-                raw_cpu.report("raw floor " + name);
             }
             json::object o = lock_object(c, lock, nullptr, &raw_floor);
             emit(c, o);

@@ -371,59 +371,119 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
 }
 
 
-asio::awaitable<scenario_result> scenario_h(bench_ctx& c, const std::string& name, bool raw)
-{
-    const many_spec spec = parse_many(name);
-    scenario_result r = many_result(name, spec, raw, 1);
-    const auto n = static_cast<std::size_t>(spec.locks);
-    many_run run = co_await many_setup(c, name, spec, raw, false);
-    auto& ss = run.ss;
-    const std::shared_ptr<many_state> st = run.st;
-    const double bound_s = 120 + static_cast<double>(n) / 100;
-    bool ok = true;
-    if (!raw) {
-        // One cycle each first, so that the lock's directories exist as the raw floor's do.
-        st->locks.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) st->locks.push_back(std::make_unique<zklock::mutex>(*ss[0], st->dirs[i]));
-        ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); });
-        st->locks.clear();
-        st->locks.shrink_to_fit();
-    }
-    if (raw) st->raw_held.resize(n);
-    else st->held.resize(n);
+namespace {
 
-    // Acquire all at once; the RSS before (trimmed) and at the peak.
-    ::malloc_trim(0);
-    const double rss0 = rss_bytes();
-    reset_peak_rss();
-    const double hwm0 = peak_rss_mb();
+/// One side of H: its first round's memory figures, and what its measured rounds add up to.
+struct h_side {
+    many_run run;
+    bool raw = false;
+    bool ok = true;
+    double held_bytes = 0, peak_bytes = 0;                       // the first round's, per lock
+    double acquire_s = 0, release_s = 0, cpu_s = 0, packets = 0;  // the measured rounds', summed
+    int rounds = 0;
+};
+
+
+/// One round of a side: its N locks acquired at once, then released at once. The side's first
+/// round takes the memory figures (RSS, trimmed, before and with the locks held) and is not timed;
+/// every later round adds its times, the acquires' CPU and their packets to the side's.
+asio::awaitable<void> h_round(bench_ctx& c, h_side& side, bool first, double bound_s)
+{
+    auto& ss = side.run.ss;
+    const std::shared_ptr<many_state> st = side.run.st;
+    const auto n = st->dirs.size();
+    const bool raw = side.raw;
+    if (raw) st->raw_held.assign(n, {});
+    else st->held.resize(n);
+    double rss0 = 0, hwm0 = 0;
+    if (first) {
+        ::malloc_trim(0);
+        rss0 = rss_bytes();
+        reset_peak_rss();
+        hwm0 = peak_rss_mb();
+    }
     const auto packets0 = open_packet_window(c.fl_all);
     const auto cpu0 = cpu_seconds();
     std::int64_t t0 = now_ns();
-    if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); });
+    side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); });
     const double acquire_s = static_cast<double>(now_ns() - t0) / 1e9;
     const auto cpu1 = cpu_seconds();
     const double packets = packets_in_window(c.fl_all, packets0);
-    const double hwm1 = peak_rss_mb();
-    ::malloc_trim(0);  // what the acquires freed is not held
-    const double rss1 = rss_bytes();
-    // Release all at once.
+    if (first) {
+        const double hwm1 = peak_rss_mb();
+        ::malloc_trim(0);  // what the acquires freed is not held
+        const double dn = static_cast<double>(n);
+        side.held_bytes = (rss_bytes() - rss0) / dn;
+        side.peak_bytes = (hwm1 - hwm0) * 1024 * 1024 / dn;
+    }
     t0 = now_ns();
-    if (ok) ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
+    if (side.ok) side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
     const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
-    co_await many_finish(c, run, ok, bound_s, r);
+    std::vector<zklock::lease>().swap(st->held);
+    std::vector<std::string>().swap(st->raw_held);
+    std::fprintf(stderr, "  %s%s round: acquire-all %.3f s, release-all %.3f s%s\n", raw ? "raw floor " : "lock ",
+                 first ? "first" : "timed", acquire_s, release_s, first ? " (memory figures; not timed)" : "");
+    if (first) co_return;
+    side.acquire_s += acquire_s;
+    side.release_s += release_s;
+    side.cpu_s += (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
+    side.packets += packets;
+    ++side.rounds;
+}
 
-    const double dn = static_cast<double>(n);
-    r.window_cpu_s = (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
-    r.window_acquisitions = n;
-    r.figs.add("acquire_all_s", acquire_s);
-    r.figs.add("release_all_s", release_s);
-    r.figs.add("requests_per_acquisition", packets / dn);
-    r.figs.add("client_cpu_us_per_acquisition", r.window_cpu_s * 1e6 / dn);
-    r.figs.add("held_bytes_per_lock", (rss1 - rss0) / dn);
-    r.figs.add("peak_bytes_per_lock", (hwm1 - hwm0) * 1024 * 1024 / dn);
-    r.figs.add("peak_rss_mb", hwm1);
-    co_return r;
+}  // namespace
+
+
+asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ctx& c, const std::string& name)
+{
+    const many_spec spec = parse_many(name);
+    const auto n = static_cast<std::size_t>(spec.locks);
+    const double bound_s = 120 + static_cast<double>(n) / 100;
+    std::array<h_side, 2> sides;  // the lock, its raw floor
+    sides[1].raw = true;
+    auto ok = [&] {
+        return sides[0].ok && sides[1].ok && !sides[0].run.st->fails.n && (!sides[1].run.st || !sides[1].run.st->fails.n);
+    };
+
+    // The lock first, alone in the process but for its session: one cycle per lock, so that its
+    // directories exist as the raw floor's do, then its first round, which takes the memory
+    // figures in a process that has not held locks before.
+    h_side& lock = sides[0];
+    lock.run = co_await many_setup(c, name, spec, false, false);
+    {
+        const auto& st = lock.run.st;
+        st->locks.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) st->locks.push_back(std::make_unique<zklock::mutex>(*lock.run.ss[0], st->dirs[i]));
+        lock.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); });
+        st->locks.clear();
+        st->locks.shrink_to_fit();
+    }
+    if (ok()) co_await h_round(c, lock, true, bound_s);
+    // The raw floor's set-up (its directories, untimed) and first round.
+    sides[1].run = co_await many_setup(c, name, spec, true, false);
+    if (ok()) co_await h_round(c, sides[1], true, bound_s);
+    // The measured rounds: the lock and its floor take turns (ABBA...), `windows` rounds each.
+    for (int w = 0; w < c.opt.windows && ok(); ++w)
+        for (int j = 0; j < 2 && ok(); ++j) co_await h_round(c, sides[(j == 0) == (w % 2 == 0) ? 0 : 1], false, bound_s);
+
+    std::pair<scenario_result, scenario_result> out(many_result(name, spec, false, 1), many_result(name, spec, true, 1));
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+        h_side& side = sides[k];
+        scenario_result& r = k == 0 ? out.first : out.second;
+        co_await many_finish(c, side.run, side.ok, bound_s, r);
+        const double rounds = side.rounds > 0 ? side.rounds : std::nan("");
+        const double acquisitions = static_cast<double>(n) * rounds;
+        r.window_cpu_s = side.cpu_s;
+        r.window_acquisitions = n * static_cast<std::size_t>(side.rounds);
+        r.figs.add("acquire_all_s", side.acquire_s / rounds);
+        r.figs.add("release_all_s", side.release_s / rounds);
+        r.figs.add("requests_per_acquisition", side.packets / acquisitions);
+        r.figs.add("client_cpu_us_per_acquisition", side.cpu_s * 1e6 / acquisitions);
+        r.figs.add("held_bytes_per_lock", side.held_bytes);
+        r.figs.add("peak_bytes_per_lock", side.peak_bytes);
+        r.figs.add("peak_rss_mb", peak_rss_mb());
+    }
+    co_return out;
 }
 
 }  // namespace zklock_bench

@@ -41,8 +41,8 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("force-sync", po::bool_switch(&o.force_sync),
          "run our server(s) with forceSync=yes (fsync every write) instead of forceSync=no")
         ("windows", po::value(&o.windows)->default_value(4),
-         "M<N>: the lock and its raw floor take turns (ABBA...), this many measured windows each, "
-         "2 x duration in all each");
+         "M<N>, H<N>: the lock and its raw floor take turns (ABBA...), this many measured windows "
+         "each (M: 2 x duration in all each; H: one round of acquire-all, release-all each)");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
