@@ -378,7 +378,7 @@ struct h_side {
     many_run run;
     bool raw = false;
     bool ok = true;
-    double held_bytes = 0, peak_bytes = 0;                       // the first round's, per lock
+    double held_bytes = 0, peak_bytes = 0, peak_rss_mb = 0;      // the first round's (bytes per lock)
     double acquire_s = 0, release_s = 0, cpu_s = 0, packets = 0;  // the measured rounds', summed
     int rounds = 0;
 };
@@ -415,10 +415,12 @@ asio::awaitable<void> h_round(bench_ctx& c, h_side& side, bool first, double bou
         const double dn = static_cast<double>(n);
         side.held_bytes = (rss_bytes() - rss0) / dn;
         side.peak_bytes = (hwm1 - hwm0) * 1024 * 1024 / dn;
+        side.peak_rss_mb = hwm1;
     }
     t0 = now_ns();
     if (side.ok) side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
     const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
+    if (!side.ok) co_return;  // acquires may still be running: many_finish waits for them, then clears
     std::vector<zklock::lease>().swap(st->held);
     std::vector<std::string>().swap(st->raw_held);
     std::fprintf(stderr, "  %s%s round: acquire-all %.3f s, release-all %.3f s%s\n", raw ? "raw floor " : "lock ",
@@ -481,7 +483,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ct
         r.figs.add("client_cpu_us_per_acquisition", side.cpu_s * 1e6 / acquisitions);
         r.figs.add("held_bytes_per_lock", side.held_bytes);
         r.figs.add("peak_bytes_per_lock", side.peak_bytes);
-        r.figs.add("peak_rss_mb", peak_rss_mb());
+        r.figs.add("peak_rss_mb", side.peak_rss_mb);
     }
     co_return out;
 }
