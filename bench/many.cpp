@@ -265,6 +265,10 @@ scenario_result many_result(const std::string& name, const many_spec& spec, bool
 }
 
 
+/// Which side (0: the lock, 1: its raw floor) takes turn j (0 or 1) of window w: ABBA...
+std::size_t turn_side(int w, int j) { return (j == 0) == (w % 2 == 0) ? 0 : 1; }
+
+
 /// One side of M: what its first round took, and what its measured windows add up to.
 struct m_side {
     many_run run;
@@ -335,7 +339,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
         });
         const double each = 2 * c.opt.duration / c.opt.windows;
         for (int w = 0; w < c.opt.windows && ok(); ++w)
-            for (int j = 0; j < 2 && ok(); ++j) co_await m_window(c, sides[(j == 0) == (w % 2 == 0) ? 0 : 1], each, bound_s);
+            for (int j = 0; j < 2 && ok(); ++j) co_await m_window(c, sides[turn_side(w, j)], each, bound_s);
         stop_sampler(*sampler);
         sampler->progress = nullptr;
     }
@@ -451,11 +455,9 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ct
     // directories exist as the raw floor's do, then its first round, which takes the memory
     // figures in a process that has not held locks before.
     h_side& lock = sides[0];
-    lock.run = co_await many_setup(c, name, spec, false, false);
+    lock.run = co_await many_setup(c, name, spec, false, true);
     {
         const auto& st = lock.run.st;
-        st->locks.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) st->locks.push_back(std::make_unique<zklock::mutex>(*lock.run.ss[0], st->dirs[i]));
         lock.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); });
         st->locks.clear();
         st->locks.shrink_to_fit();
@@ -466,7 +468,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ct
     if (ok()) co_await h_round(c, sides[1], true, bound_s);
     // The measured rounds: the lock and its floor take turns (ABBA...), `windows` rounds each.
     for (int w = 0; w < c.opt.windows && ok(); ++w)
-        for (int j = 0; j < 2 && ok(); ++j) co_await h_round(c, sides[(j == 0) == (w % 2 == 0) ? 0 : 1], false, bound_s);
+        for (int j = 0; j < 2 && ok(); ++j) co_await h_round(c, sides[turn_side(w, j)], false, bound_s);
 
     std::pair<scenario_result, scenario_result> out(many_result(name, spec, false, 1), many_result(name, spec, true, 1));
     for (std::size_t k = 0; k < sides.size(); ++k) {
