@@ -553,13 +553,12 @@ void session_impl::begin_request()
 {
     if (!batch_open_) {
         batch_open_ = true;
-        batch_requests_ = 1;
+        batch_requests_ = 0;
         asio::post(ex_, [self = shared_from_this()] { self->end_batch(); });
-        return;
     }
-    // The first few requests of a turn leave at once (an acquire's create and listing: nothing to
-    // gain from holding them); from then on the socket is corked until the turn ends, and a long
-    // batch goes out in parts, so that the server starts on it while we add more.
+    // From the cork_after_requests-th request of a turn on, the requests are held until the turn
+    // ends (end_batch), and a long batch goes out in parts, so that the server starts on it while
+    // we add more.
     ++batch_requests_;
     if (batch_requests_ == cork_after_requests) {
         cork();
@@ -580,6 +579,12 @@ void session_impl::cork()
 {
     // Only the connected handle's own socket, checked while connected (fd_settled_): a socket the
     // C client closed is not ours to touch, even if its number was reused.
+    if (own_client_io) {
+        if (held_ || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
+        held_ = true;
+        chan_.hold(true);
+        return;
+    }
     if (cork_unsupported_ || corked_fd_ != -1 || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
     const int one = 1;
     if (::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0) {
@@ -592,6 +597,12 @@ void session_impl::cork()
 
 void session_impl::uncork()
 {
+    if (own_client_io) {
+        if (!held_) return;
+        held_ = false;
+        chan_.hold(false);
+        return;
+    }
     if (corked_fd_ == -1) return;
     // A socket replaced since was closed, which sent what it held; never uncork another one.
     if (corked_fd_ == fd_ && corked_inode_ == fd_inode_) {

@@ -29,6 +29,7 @@
 #include "bridge/metrics_state.hpp"
 #include "bridge/session_fsm.hpp"
 #include "bridge/watch_table.hpp"
+#include "bridge/client_io.hpp"
 #include "bridge/zk_requests.hpp"
 
 #include <zklock/config.hpp>
@@ -246,7 +247,7 @@ private:
     /// How long after the connect attempt starting now the next one may start.
     clock::duration next_reconnect_delay();
     /// Whether a read would find data, the connection's end or an error (not: would block).
-    bool readable() const;
+    bool readable();
     /// Whether the bytes waiting on the socket can be the start of a ZooKeeper ConnectResponse.
     bool handshake_plausible() const;
     /// Ends the connection so that the C client drops it as lost (see process()).
@@ -295,16 +296,21 @@ private:
     error_code refused_;                // why a peer was refused since the last connection (or handle) began
     std::minstd_rand jitter_{std::random_device{}()};
     bool completions_posted_ = false;
-    // Requests of one executor turn leave together (begin_request): past the first few, the
-    // socket is corked while the batch is open, and end_batch, posted by the turn's first
-    // request, uncorks it and drives the C client once for all of them.
-    static constexpr unsigned cork_after_requests = 4;
+    // Requests of one executor turn leave together (begin_request): from the
+    // cork_after_requests-th on, they are held while the batch is open (in the channel's buffer,
+    // or, without it, by TCP_CORK), and end_batch, posted by the turn's first request, sends them
+    // and drives the C client once for all of them. Held in user space, holding costs nothing, so
+    // every request of a turn is held; a cork costs two system calls, so the first few leave at
+    // once.
+    static constexpr unsigned cork_after_requests = own_client_io ? 1 : 4;
     static constexpr unsigned max_batch_requests = 64;
     bool batch_open_ = false;
     unsigned batch_requests_ = 0;
     int corked_fd_ = -1;
     ino_t corked_inode_ = 0;
     bool cork_unsupported_ = false;
+    client_channel chan_;  // the C client's socket calls (own_client_io)
+    bool held_ = false;    // chan_ holds the turn's requests (see cork())
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;
     std::deque<std::unique_ptr<c_event>> completed_;

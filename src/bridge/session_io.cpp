@@ -46,6 +46,9 @@ void session_impl::drive()
         handshake_checked_ = false;
     }
     update_fd(rc == ZOK ? fd : -1);
+    // Requests a flush left behind (the socket's buffer was full) wait for it to drain; the ones
+    // the turn still holds go out when it ends.
+    if (own_client_io && fd_ != -1 && !held_ && chan_.pending_output()) interest |= ZOOKEEPER_WRITE;
     if (fd_ != -1 && out_registered_ && !writing_ && !(interest & ZOOKEEPER_WRITE)) drop_write_registration();
     if (fd_ != -1) {
         auto self = shared_from_this();
@@ -96,7 +99,15 @@ void session_impl::update_fd(int fd)
         struct ::stat st {};
         if (::fstat(fd, &st) == 0) ino = st.st_ino;
     }
-    if (fd == fd_ && ino == fd_inode_) return;
+    if (fd == fd_ && ino == fd_inode_) {
+        if (own_client_io && connected) chan_.buffer_reads(true);
+        return;
+    }
+    if (own_client_io) {
+        chan_.attach(fd);
+        held_ = false;
+        if (connected) chan_.buffer_reads(true);
+    }
     ++io_gen_;
     if (desc_.is_open()) desc_.release();
     reading_ = writing_ = out_registered_ = false;
@@ -134,8 +145,9 @@ void session_impl::drop_write_registration()
 // keeps the empty buffer it set up for the next reply, and if a later send fails and it closes
 // the socket on its own (nonblocking_send), the next connection's handshake replaces that buffer
 // without freeing it. So data, the connection's end or an error, or no read.
-bool session_impl::readable() const
+bool session_impl::readable()
 {
+    if (own_client_io && chan_.buffering_reads()) return chan_.input_ready();
     int avail = 0;
     if (::ioctl(fd_, FIONREAD, &avail) == 0 && avail > 0) return true;
     char c;
@@ -252,6 +264,7 @@ void session_impl::process(int events)
 {
     if (!zh_) return;
     const log_scope scope(log_.get());
+    if (own_client_io && (events & ZOOKEEPER_WRITE)) chan_.flush();
     if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
     if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
@@ -272,16 +285,27 @@ void session_impl::run_client(int events)
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long
     // listings, as when thousands of waiters queue at once, would otherwise pile up in memory).
     // Only while bytes are there: asked to read an empty socket, the C client keeps a buffer it
-    // may later leak (see readable()). What is left stays in the socket, which is readable at
-    // once when drive() asks again.
+    // may later leak (see readable()). The channel knows that from its buffer, refilled by one
+    // read when empty; without it, FIONREAD asks the kernel. What is left in the socket is
+    // readable at once when drive() asks again; what is left in the channel's buffer is posted.
     if (events & ZOOKEEPER_READ) {
         for (int i = 0; i < 256 && rc == ZOK && zh_ && completed_bytes_ < max_drain_bytes; ++i) {
-            int avail = 0;
-            if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail <= 0) break;
+            if (own_client_io && chan_.buffering_reads()) {
+                if (!chan_.input_ready()) break;
+            } else {
+                int avail = 0;
+                if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail <= 0) break;
+            }
             rc = zookeeper_process(zh_, ZOOKEEPER_READ);
         }
     }
     in_process_ = false;
+    // Replies the drain left in the channel's buffer (at its bounds) are not reported by the
+    // socket again: a later turn takes them.
+    if (own_client_io && (events & ZOOKEEPER_READ) && chan_.buffered_input())
+        asio::post(ex_, [self, gen = io_gen_] {
+            if (gen == self->io_gen_) self->process(ZOOKEEPER_READ);
+        });
     // Ask for interest before any completion runs: if the client closed its socket, the
     // descriptor must be released before user code could open a new one with the same number
     // (releasing later would remove that one's registration from the reactor).
@@ -331,6 +355,11 @@ void session_impl::after_process()
 
 void session_impl::release_io()
 {
+    if (own_client_io) {
+        chan_.flush();
+        chan_.detach();
+        held_ = false;
+    }
     ++io_gen_;
     if (desc_.is_open()) desc_.release();
     fd_ = -1;

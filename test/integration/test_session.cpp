@@ -5,6 +5,8 @@
 
 #include <boost/asio/strand.hpp>
 
+#include <thread>
+
 using namespace zklock;
 using namespace zklock::test;
 
@@ -272,6 +274,34 @@ TEST_CASE("a burst larger than the socket's send buffer: every request is answer
         auto ev = co_await w.async_wait();
         CHECK(ev.type == watch_event_type::changed);
         co_await other.async_close();
+        co_await s.async_remove(dir);
+    });
+}
+
+TEST_CASE("a burst of replies longer than one drain: the replies already read are handled without more data")
+{
+    // The session hands the C client at most 256 replies per readiness of its socket
+    // (session_io.cpp, run_client). Replies it has already read from the socket past that bound are
+    // not reported by the socket again: they must be handled in a later turn, not when the next
+    // packet arrives (the next ping, 10 s away with a 30 s session timeout). 300 small replies fit
+    // one read of the session's buffer; the executor is held while they all arrive.
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        session s{exec, config_for(shared_server().connect_string(), 30000ms)};
+        co_await connect(s);
+        const auto dir = co_await make_test_dir(s, "drain");
+        constexpr int n = 300;
+        int answered = 0, failed = 0;
+        for (int i = 0; i < n; ++i)
+            s.async_exists(dir, [&](error_code ec, std::optional<zklock::stat> st) {
+                ++answered;
+                if (ec || !st) ++failed;
+            });
+        co_await asio::post(exec, asio::deferred);  // the turn's requests go out
+        std::this_thread::sleep_for(300ms);         // and every reply arrives before we read one
+        for (int i = 0; i < 500 && answered < n; ++i) co_await sleep_for(10ms);
+        CHECK(answered == n);
+        CHECK(failed == 0);
         co_await s.async_remove(dir);
     });
 }

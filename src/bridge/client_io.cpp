@@ -1,0 +1,191 @@
+#include "bridge/client_io.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+namespace zklock::detail {
+
+namespace {
+
+// The channels by socket: a session registers its C client's socket while it owns it. Numbers
+// below direct_fds (nearly all) are looked up without a lock: every send and recv of any C client
+// in the process asks. A socket is used by one thread at a time (its session's executor, or the
+// close thread once the session let it go), so a channel is never looked up while it changes.
+constexpr int direct_fds = 4096;
+std::atomic<client_channel*> direct[direct_fds];
+std::mutex others_mutex;
+std::unordered_map<int, client_channel*>& others_map()
+{
+    static std::unordered_map<int, client_channel*> m;
+    return m;
+}
+
+void set_channel(int fd, client_channel* c, client_channel* expected)
+{
+    if (fd < 0) return;
+    if (fd < direct_fds) {
+        if (c) direct[fd].store(c, std::memory_order_release);
+        else direct[fd].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+        return;
+    }
+    std::lock_guard lock(others_mutex);
+    auto& others = others_map();
+    auto it = others.find(fd);
+    if (c) others[fd] = c;
+    else if (it != others.end() && it->second == expected) others.erase(it);
+}
+
+}  // namespace
+
+client_channel* channel_of(int fd) noexcept
+{
+    if (fd < 0) return nullptr;
+    if (fd < direct_fds) return direct[fd].load(std::memory_order_acquire);
+    std::lock_guard lock(others_mutex);
+    auto& others = others_map();
+    auto it = others.find(fd);
+    return it == others.end() ? nullptr : it->second;
+}
+
+namespace {
+// One read takes up to this much (some 300 replies of an uncontended acquire); a turn's requests
+// go out once they reach flush_at, and a buffer grown past keep_capacity is let go once empty.
+constexpr std::size_t read_chunk = 32 * 1024;
+constexpr std::size_t flush_at = 256 * 1024;
+constexpr std::size_t keep_capacity = 64 * 1024;
+}  // namespace
+
+client_channel::~client_channel() { detach(); }
+
+void client_channel::attach(int fd)
+{
+    detach();
+    if (fd == -1) return;
+    set_channel(fd, this, nullptr);
+    fd_ = fd;
+}
+
+void client_channel::detach()
+{
+    if (fd_ != -1) set_channel(fd_, nullptr, this);
+    fd_ = -1;
+    holding_ = reading_ = eof_ = false;
+    error_ = 0;
+    out_.clear();
+    in_pos_ = in_end_ = 0;
+}
+
+void client_channel::hold(bool on)
+{
+    holding_ = on;
+    if (!on) flush();
+}
+
+void client_channel::buffer_reads(bool on) { reading_ = on; }
+
+bool client_channel::flush()
+{
+    std::size_t off = 0;
+    while (off < out_.size() && fd_ != -1 && error_ == 0) {
+        const ssize_t n = ::send(fd_, out_.data() + off, out_.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        error_ = n < 0 ? errno : EPIPE;
+    }
+    if (error_ != 0) out_.clear();
+    else out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(off));
+    if (out_.empty() && out_.capacity() > keep_capacity) out_ = {};
+    return out_.empty();
+}
+
+ssize_t client_channel::send(const void* buf, std::size_t len, int flags)
+{
+    if (error_ != 0) {
+        errno = error_;
+        return -1;
+    }
+    if (!holding_ && out_.empty()) return ::send(fd_, buf, len, flags);
+    const auto* p = static_cast<const char*>(buf);
+    out_.insert(out_.end(), p, p + len);
+    if (out_.size() >= flush_at) flush();
+    return static_cast<ssize_t>(len);
+}
+
+bool client_channel::input_ready()
+{
+    if (in_pos_ < in_end_ || eof_ || error_ != 0) return true;
+    if (in_.size() < read_chunk) in_.resize(read_chunk);
+    for (;;) {
+        const ssize_t n = ::recv(fd_, in_.data(), in_.size(), MSG_DONTWAIT);
+        if (n > 0) {
+            in_pos_ = 0;
+            in_end_ = static_cast<std::size_t>(n);
+            return true;
+        }
+        if (n == 0) {
+            eof_ = true;
+            return true;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+        error_ = errno;
+        return true;
+    }
+}
+
+ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
+{
+    if (!reading_) return ::recv(fd_, buf, len, flags);
+    if (in_pos_ == in_end_ && !input_ready()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (in_pos_ < in_end_) {
+        const std::size_t n = std::min(len, in_end_ - in_pos_);
+        std::memcpy(buf, in_.data() + in_pos_, n);
+        in_pos_ += n;
+        return static_cast<ssize_t>(n);
+    }
+    if (error_ != 0) {
+        errno = error_;
+        return -1;
+    }
+    return 0;  // eof_
+}
+
+}  // namespace zklock::detail
+
+#ifdef ZKLOCK_OWN_CLIENT_IO
+// The names the C client's own send, recv and close were given (CMakeLists.txt).
+extern "C" {
+
+ssize_t zklock_cio_send(int fd, const void* buf, size_t len, int flags)
+{
+    if (auto* c = zklock::detail::channel_of(fd)) return c->send(buf, len, flags);
+    return ::send(fd, buf, len, flags);
+}
+
+ssize_t zklock_cio_recv(int fd, void* buf, size_t len, int flags)
+{
+    if (auto* c = zklock::detail::channel_of(fd)) return c->recv(buf, len, flags);
+    return ::recv(fd, buf, len, flags);
+}
+
+int zklock_cio_close(int fd)
+{
+    if (auto* c = zklock::detail::channel_of(fd)) c->detach();
+    return ::close(fd);
+}
+
+}
+#endif
