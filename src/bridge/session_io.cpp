@@ -303,8 +303,8 @@ void session_impl::run_client(int events)
     // Replies the drain left in the channel's buffer (at its bounds) are not reported by the
     // socket again: a later turn takes them.
     if (own_client_io && (events & ZOOKEEPER_READ) && chan_.buffered_input())
-        asio::post(ex_, [self, gen = io_gen_] {
-            if (gen == self->io_gen_) self->process(ZOOKEEPER_READ);
+        asio::post(ex_, [self] {
+            if (self->zh_ && self->chan_.buffered_input()) self->process(ZOOKEEPER_READ);
         });
     // Ask for interest before any completion runs: if the client closed its socket, the
     // descriptor must be released before user code could open a new one with the same number
