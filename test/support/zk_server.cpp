@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -158,25 +159,42 @@ constexpr const char* log4j_properties =
 
 }  // namespace
 
+// Ports below the kernel's ephemeral range, which no outgoing connection is given: a server binds
+// some of its ports long after they were picked (a quorum member its leader port only when it
+// leads), and a port the kernel picked as free could meanwhile be given to any connection of the
+// machine. Each process starts at its own place in the range (by its pid), and a port is taken
+// only if it can be bound now.
 std::vector<std::uint16_t> free_ports(std::size_t n)
 {
+    int ephemeral_low = 32768;
+    if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> ephemeral_low;
+    constexpr int low = 10000;
+    const int span = ephemeral_low - low;
+    if (span < 1000) throw std::runtime_error("free_ports: the ephemeral range leaves too few ports below it");
+    static std::mutex m;
+    static int next = static_cast<int>((static_cast<unsigned>(::getpid()) * 2654435761u) % static_cast<unsigned>(span));
+    std::lock_guard lock(m);
     std::vector<int> fds;
     std::vector<std::uint16_t> ports;
     try {
-        for (std::size_t i = 0; i < n; ++i) {
+        for (int tries = 0; ports.size() < n && tries < span; ++tries) {
+            const auto port = static_cast<std::uint16_t>(low + next);
+            next = (next + 1) % span;
             int fd = sys_check(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+            sockaddr_in a = loopback(port);
+            if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+                ::close(fd);
+                continue;
+            }
             fds.push_back(fd);
-            sockaddr_in a = loopback(0);
-            sys_check(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), "bind 127.0.0.1:0");
-            socklen_t len = sizeof a;
-            sys_check(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), "getsockname");
-            ports.push_back(ntohs(a.sin_port));
+            ports.push_back(port);
         }
     } catch (...) {
         for (int fd : fds) ::close(fd);
         throw;
     }
     for (int fd : fds) ::close(fd);
+    if (ports.size() < n) throw std::runtime_error("free_ports: no free port below the ephemeral range");
     return ports;
 }
 
