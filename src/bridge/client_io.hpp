@@ -22,12 +22,18 @@ inline constexpr bool own_client_io = false;
 
 class client_channel {
 public:
+    client_channel() = default;
+    client_channel(const client_channel&) = delete;
+    client_channel& operator=(const client_channel&) = delete;
+
     /// Registers `fd` (-1: none) as this channel's socket; drops what was buffered for another.
     void attach(int fd);
     /// Unregisters the socket (after this, the C client's calls on it go to the kernel).
     void detach();
     /// While held, the C client's sends are gathered; releasing sends them (flush()).
     void hold(bool on);
+    /// Whether the C client's sends are being gathered (a close of the socket ends it).
+    bool holding() const noexcept { return holding_; }
     /// Reads from the channel's buffer (after a connection is up: before it, the C client reads
     /// the kernel's socket directly).
     void buffer_reads(bool on);

@@ -580,8 +580,7 @@ void session_impl::cork()
     // Only the connected handle's own socket, checked while connected (fd_settled_): a socket the
     // C client closed is not ours to touch, even if its number was reused.
     if (own_client_io) {
-        if (held_ || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
-        held_ = true;
+        if (chan_.holding() || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
         chan_.hold(true);
         return;
     }
@@ -598,9 +597,7 @@ void session_impl::cork()
 void session_impl::uncork()
 {
     if (own_client_io) {
-        if (!held_) return;
-        held_ = false;
-        chan_.hold(false);
+        if (chan_.holding()) chan_.hold(false);
         return;
     }
     if (corked_fd_ == -1) return;

@@ -246,6 +246,9 @@ private:
     void arm_timer(clock::time_point when);
     /// How long after the connect attempt starting now the next one may start.
     clock::duration next_reconnect_delay();
+    /// Whether the C client's next read finds bytes (the channel's: or the connection's end or an
+    /// error).
+    bool input_waiting();
     /// Whether a read would find data, the connection's end or an error (not: would block).
     bool readable();
     /// Whether the bytes waiting on the socket can be the start of a ZooKeeper ConnectResponse.
@@ -310,7 +313,6 @@ private:
     ino_t corked_inode_ = 0;
     bool cork_unsupported_ = false;
     client_channel chan_;  // the C client's socket calls (own_client_io)
-    bool held_ = false;    // chan_ holds the turn's requests (see cork())
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;
     std::deque<std::unique_ptr<c_event>> completed_;

@@ -48,7 +48,7 @@ void session_impl::drive()
     update_fd(rc == ZOK ? fd : -1);
     // Requests a flush left behind (the socket's buffer was full) wait for it to drain; the ones
     // the turn still holds go out when it ends.
-    if (own_client_io && fd_ != -1 && !held_ && chan_.pending_output()) interest |= ZOOKEEPER_WRITE;
+    if (own_client_io && fd_ != -1 && !chan_.holding() && chan_.pending_output()) interest |= ZOOKEEPER_WRITE;
     if (fd_ != -1 && out_registered_ && !writing_ && !(interest & ZOOKEEPER_WRITE)) drop_write_registration();
     if (fd_ != -1) {
         auto self = shared_from_this();
@@ -105,7 +105,6 @@ void session_impl::update_fd(int fd)
     }
     if (own_client_io) {
         chan_.attach(fd);
-        held_ = false;
         if (connected) chan_.buffer_reads(true);
     }
     ++io_gen_;
@@ -140,6 +139,16 @@ void session_impl::drop_write_registration()
     if (ec) fd_ = -1;
 }
 
+// Whether the C client's next read finds bytes: the channel knows from its buffer, refilled by one
+// read when empty (and reports the connection's end or an error as input too); without it,
+// FIONREAD asks the kernel.
+bool session_impl::input_waiting()
+{
+    if (own_client_io && chan_.buffering_reads()) return chan_.input_ready();
+    int avail = 0;
+    return ::ioctl(fd_, FIONREAD, &avail) == 0 && avail > 0;
+}
+
 // A read wait can complete with nothing to read (the reactor re-arms its registration with each
 // wait and may report a readiness that is gone). The C client must not be asked to read then: it
 // keeps the empty buffer it set up for the next reply, and if a later send fails and it closes
@@ -147,9 +156,8 @@ void session_impl::drop_write_registration()
 // without freeing it. So data, the connection's end or an error, or no read.
 bool session_impl::readable()
 {
-    if (own_client_io && chan_.buffering_reads()) return chan_.input_ready();
-    int avail = 0;
-    if (::ioctl(fd_, FIONREAD, &avail) == 0 && avail > 0) return true;
+    if (input_waiting()) return true;
+    if (own_client_io && chan_.buffering_reads()) return false;  // the channel saw no end or error
     char c;
     const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
@@ -285,17 +293,11 @@ void session_impl::run_client(int events)
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long
     // listings, as when thousands of waiters queue at once, would otherwise pile up in memory).
     // Only while bytes are there: asked to read an empty socket, the C client keeps a buffer it
-    // may later leak (see readable()). The channel knows that from its buffer, refilled by one
-    // read when empty; without it, FIONREAD asks the kernel. What is left in the socket is
+    // may later leak (see readable()); input_waiting() tells. What is left in the socket is
     // readable at once when drive() asks again; what is left in the channel's buffer is posted.
     if (events & ZOOKEEPER_READ) {
         for (int i = 0; i < 256 && rc == ZOK && zh_ && completed_bytes_ < max_drain_bytes; ++i) {
-            if (own_client_io && chan_.buffering_reads()) {
-                if (!chan_.input_ready()) break;
-            } else {
-                int avail = 0;
-                if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail <= 0) break;
-            }
+            if (!input_waiting()) break;
             rc = zookeeper_process(zh_, ZOOKEEPER_READ);
         }
     }
@@ -358,7 +360,6 @@ void session_impl::release_io()
     if (own_client_io) {
         chan_.flush();
         chan_.detach();
-        held_ = false;
     }
     ++io_gen_;
     if (desc_.is_open()) desc_.release();

@@ -487,6 +487,36 @@ TEST_CASE("zk_servers in parallel get their own ports and dirs")
     CHECK(b.four_letter("ruok") == "imok");
 }
 
+TEST_CASE("free_ports gives distinct, bindable ports below the ephemeral range")
+{
+    int ephemeral_low = 0;
+    {
+        std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+        REQUIRE(range);
+        range >> ephemeral_low;
+    }
+    REQUIRE(ephemeral_low > 11000);
+    // More than one call: later calls continue where the last one stopped, still below the range.
+    std::set<std::uint16_t> seen;
+    for (int round = 0; round < 3; ++round) {
+        const auto ports = free_ports(8);
+        REQUIRE(ports.size() == 8);
+        for (const auto port : ports) {
+            CHECK(port >= 10000);
+            CHECK(port < ephemeral_low);
+            CHECK(seen.insert(port).second);
+            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            REQUIRE(fd >= 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(port);
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+            ::close(fd);
+        }
+    }
+}
+
 TEST_CASE("zk_server throws with the log tail when the server cannot start")
 {
     zk_server first({.tick_time = 200ms});
