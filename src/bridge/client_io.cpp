@@ -54,11 +54,21 @@ client_channel* channel_of(int fd) noexcept
 }
 
 namespace {
-// One read takes up to this much (some 300 replies of an uncontended acquire); a turn's requests
-// go out once they reach flush_at, and a buffer grown past keep_capacity is let go once empty.
+// One read takes up to read_chunk (some 300 replies of an uncontended acquire) into the thread's
+// scratch buffer, and the channel keeps a copy of what it read until the C client has taken it: a
+// session holds only what arrived, and a buffer grown past keep_input is let go once empty (an
+// idle session keeps a few bytes, not a read's worth). A turn's requests go out once they reach
+// flush_at, and an output buffer grown past keep_output is let go once empty.
 constexpr std::size_t read_chunk = 32 * 1024;
+constexpr std::size_t keep_input = 4 * 1024;
 constexpr std::size_t flush_at = 256 * 1024;
-constexpr std::size_t keep_capacity = 64 * 1024;
+constexpr std::size_t keep_output = 64 * 1024;
+
+char* read_scratch()
+{
+    thread_local const std::unique_ptr<char[]> scratch(new char[read_chunk]);
+    return scratch.get();
+}
 }  // namespace
 
 client_channel::~client_channel() { detach(); }
@@ -78,6 +88,9 @@ void client_channel::detach()
     holding_ = reading_ = eof_ = false;
     error_ = 0;
     out_.clear();
+    if (out_.capacity() > keep_output) out_ = {};
+    in_.clear();
+    if (in_.capacity() > keep_input) in_ = {};
     in_pos_ = in_end_ = 0;
 }
 
@@ -104,7 +117,7 @@ bool client_channel::flush()
     }
     if (error_ != 0) out_.clear();
     else out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(off));
-    if (out_.empty() && out_.capacity() > keep_capacity) out_ = {};
+    if (out_.empty() && out_.capacity() > keep_output) out_ = {};
     return out_.empty();
 }
 
@@ -124,10 +137,11 @@ ssize_t client_channel::send(const void* buf, std::size_t len, int flags)
 bool client_channel::input_ready()
 {
     if (in_pos_ < in_end_ || eof_ || error_ != 0) return true;
-    if (in_.size() < read_chunk) in_.resize(read_chunk);
+    char* const scratch = read_scratch();
     for (;;) {
-        const ssize_t n = ::recv(fd_, in_.data(), in_.size(), MSG_DONTWAIT);
+        const ssize_t n = ::recv(fd_, scratch, read_chunk, MSG_DONTWAIT);
         if (n > 0) {
+            in_.assign(scratch, scratch + n);
             in_pos_ = 0;
             in_end_ = static_cast<std::size_t>(n);
             return true;
@@ -154,6 +168,10 @@ ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
         const std::size_t n = std::min(len, in_end_ - in_pos_);
         std::memcpy(buf, in_.data() + in_pos_, n);
         in_pos_ += n;
+        if (in_pos_ == in_end_ && in_.capacity() > keep_input) {
+            in_ = {};
+            in_pos_ = in_end_ = 0;
+        }
         return static_cast<ssize_t>(n);
     }
     if (error_ != 0) {
