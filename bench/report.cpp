@@ -25,7 +25,8 @@ json::value figure_value(const std::string& name, double v)
     if (name == "jain_index") return round_to(v, 6);
     if (name == "requests_per_acquisition") return round_to(v, 2);
     if (name.ends_with("_vs_plain")) return round_to(v, 3);
-    if (name.ends_with("_ms") || name.ends_with("drain_s")) return round_to(v, 3);
+    if (name.ends_with("_ms") || name.ends_with("drain_s") || name.ends_with("_all_s") || name == "first_round_s")
+        return round_to(v, 3);
     return round_to(v, 1);
 }
 
