@@ -69,6 +69,11 @@ char* read_scratch()
     thread_local const std::unique_ptr<char[]> scratch(new char[read_chunk]);
     return scratch.get();
 }
+
+void let_go_if_grown(std::vector<char>& v, std::size_t keep)
+{
+    if (v.empty() && v.capacity() > keep) v = {};
+}
 }  // namespace
 
 client_channel::~client_channel() { detach(); }
@@ -88,10 +93,10 @@ void client_channel::detach()
     holding_ = reading_ = eof_ = false;
     error_ = 0;
     out_.clear();
-    if (out_.capacity() > keep_output) out_ = {};
+    let_go_if_grown(out_, keep_output);
     in_.clear();
-    if (in_.capacity() > keep_input) in_ = {};
-    in_pos_ = in_end_ = 0;
+    let_go_if_grown(in_, keep_input);
+    in_pos_ = 0;
 }
 
 void client_channel::hold(bool on)
@@ -117,7 +122,7 @@ bool client_channel::flush()
     }
     if (error_ != 0) out_.clear();
     else out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(off));
-    if (out_.empty() && out_.capacity() > keep_output) out_ = {};
+    let_go_if_grown(out_, keep_output);
     return out_.empty();
 }
 
@@ -136,14 +141,13 @@ ssize_t client_channel::send(const void* buf, std::size_t len, int flags)
 
 bool client_channel::input_ready()
 {
-    if (in_pos_ < in_end_ || eof_ || error_ != 0) return true;
+    if (in_pos_ < in_.size() || eof_ || error_ != 0) return true;
     char* const scratch = read_scratch();
     for (;;) {
         const ssize_t n = ::recv(fd_, scratch, read_chunk, MSG_DONTWAIT);
         if (n > 0) {
             in_.assign(scratch, scratch + n);
             in_pos_ = 0;
-            in_end_ = static_cast<std::size_t>(n);
             return true;
         }
         if (n == 0) {
@@ -160,17 +164,18 @@ bool client_channel::input_ready()
 ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
 {
     if (!reading_) return ::recv(fd_, buf, len, flags);
-    if (in_pos_ == in_end_ && !input_ready()) {
+    if (!input_ready()) {
         errno = EAGAIN;
         return -1;
     }
-    if (in_pos_ < in_end_) {
-        const std::size_t n = std::min(len, in_end_ - in_pos_);
+    if (in_pos_ < in_.size()) {
+        const std::size_t n = std::min(len, in_.size() - in_pos_);
         std::memcpy(buf, in_.data() + in_pos_, n);
         in_pos_ += n;
-        if (in_pos_ == in_end_ && in_.capacity() > keep_input) {
-            in_ = {};
-            in_pos_ = in_end_ = 0;
+        if (in_pos_ == in_.size()) {
+            in_.clear();
+            in_pos_ = 0;
+            let_go_if_grown(in_, keep_input);
         }
         return static_cast<ssize_t>(n);
     }

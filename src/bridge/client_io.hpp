@@ -46,7 +46,7 @@ public:
     bool buffering_reads() const noexcept { return reading_ && fd_ != -1; }
     /// Bytes read from the socket that the C client has not taken yet: the socket will not report
     /// them readable again.
-    bool buffered_input() const noexcept { return reading_ && in_pos_ < in_end_; }
+    bool buffered_input() const noexcept { return reading_ && in_pos_ < in_.size(); }
 
     // The C client's calls.
     ssize_t send(const void* buf, std::size_t len, int flags);
@@ -61,9 +61,8 @@ private:
     int error_ = 0;        // a send failed: the next read reports it
     bool eof_ = false;     // the peer closed: the next read returns 0
     std::vector<char> out_;
-    std::vector<char> in_;
-    std::size_t in_pos_ = 0;
-    std::size_t in_end_ = 0;
+    std::vector<char> in_;     // what one read brought, until the C client has taken it
+    std::size_t in_pos_ = 0;   // how much of it the C client has taken
 };
 
 /// The channel a session registered for `fd`, if any.

@@ -507,10 +507,7 @@ TEST_CASE("free_ports gives distinct, bindable ports below the ephemeral range")
             CHECK(seen.insert(port).second);
             const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
             REQUIRE(fd >= 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_port = htons(port);
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            sockaddr_in a = loopback(port);
             CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
             ::close(fd);
         }
