@@ -3,9 +3,12 @@
 #   1. the fault storm for 60 s (ctest label "soak") in the regular build;
 #   2. the whole suite built with ASan + UBSan, LeakSanitizer on       (build-asan);
 #   3. the tests that run an io_context on several threads, under TSan, three times (build-tsan);
-#   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz).
+#   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz);
+#   5. the unit, integration and fault suites built against Debian 13's C client (3.9.3, fetched
+#      and unpacked by scripts/fetch-zk-client.sh, not installed)      (build-zk39).
 # About 20 minutes on 2 cores from scratch. Every step runs even if an earlier one failed; the
-# script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR; the fuzz
+# script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR,
+# ZK39_BUILD_DIR (its work directory, with the client, is ZK39_WORK_DIR); the fuzz
 # time per target: ZKLOCK_FUZZ_SECONDS; crashes are kept in build-fuzz/crashes-<target>/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +16,8 @@ build=${BUILD_DIR:-$here/build}
 asan=${ASAN_BUILD_DIR:-$here/build-asan}
 tsan=${TSAN_BUILD_DIR:-$here/build-tsan}
 fuzz=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+zk39=${ZK39_BUILD_DIR:-$here/build-zk39/build}
+zk39_work=${ZK39_WORK_DIR:-$here/build-zk39}
 jobs=${JOBS:-$(nproc)}
 test_jobs=${TEST_JOBS:-2}
 fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
@@ -102,6 +107,22 @@ if configure "$fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZKL
     done
 else
     failed+=("fuzz build")
+fi
+
+step "Debian 13's C client: fetching it, building the suite against it in $zk39"
+# -O1 -g1 as for ASan: the build takes about half the time. A fresh cache each time: the client's
+# paths are cached, and one configured for another prefix would keep them.
+rm -f "$zk39/CMakeCache.txt"
+if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
+    configure "$zk39" -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_BUILD_EXAMPLES=OFF \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" &&
+    grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$zk39/CMakeCache.txt" &&
+    cmake --build "$zk39" -j "$jobs" --target zklock_unit_tests zklock_integration_tests zklock_fault_tests >&2; then
+    step "Debian 13's C client: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$zk39/CMakeCache.txt"), running the suites"
+    run zk39 bash -c "cd '$zk39' && ctest --output-on-failure -j $test_jobs --timeout 600 -L 'unit|integration|fault' -LE 'soak|cmake|bench'" ||
+        ctest_digest zk39 "$zk39"
+else
+    failed+=("zk39 build")
 fi
 
 step "done"

@@ -1,5 +1,8 @@
 #include "bridge/client_io.hpp"
 
+#include "bridge/zk_requests.hpp"
+
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,10 +16,11 @@ namespace zklock::detail {
 
 namespace {
 
-// The channels by socket: a session registers its C client's socket while it owns it. Numbers
-// below direct_fds (nearly all) are looked up without a lock: every send and recv of any C client
-// in the process asks. A socket is used by one thread at a time (its session's executor, or the
-// close thread once the session let it go), so a channel is never looked up while it changes.
+// The channels by socket, each registered from the C client's socket() to its close() of that
+// socket: while a number is here, the kernel cannot have given it to anyone else. Numbers below
+// direct_fds (nearly all) are looked up without a lock: every send and recv of the client asks. A
+// socket is used by one thread at a time (its session's executor, or the close thread once the
+// session let the handle go), so a channel is never looked up while it changes.
 constexpr int direct_fds = 4096;
 std::atomic<client_channel*> direct[direct_fds];
 std::mutex others_mutex;
@@ -76,20 +80,28 @@ void let_go_if_grown(std::vector<char>& v, std::size_t keep)
 }
 }  // namespace
 
-client_channel::~client_channel() { detach(); }
+client_channel::~client_channel() = default;  // owns no socket: keep_alive_ would hold it
 
-void client_channel::attach(int fd)
+void client_channel::adopt(int fd)
 {
-    detach();
-    if (fd == -1) return;
-    set_channel(fd, this, nullptr);
     fd_ = fd;
+    ++sockets_;
+    reset_buffers();
+    keep_alive_ = shared_from_this();
+    set_channel(fd, this, nullptr);
 }
 
-void client_channel::detach()
+void client_channel::release()
 {
-    if (fd_ != -1) set_channel(fd_, nullptr, this);
+    if (fd_ == -1) return;
+    set_channel(fd_, nullptr, this);
     fd_ = -1;
+    reset_buffers();
+    auto self = std::move(keep_alive_);  // the last reference may be this one: dropped last
+}
+
+void client_channel::reset_buffers()
+{
     holding_ = reading_ = eof_ = false;
     error_ = 0;
     out_.clear();
@@ -188,9 +200,49 @@ ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
 
 }  // namespace zklock::detail
 
-#ifdef ZKLOCK_OWN_CLIENT_IO
-// The names the C client's own send, recv and close were given (CMakeLists.txt).
+namespace zklock::detail {
+
+namespace {
+thread_local client_channel* tl_channel = nullptr;
+}  // namespace
+
+channel_scope::channel_scope(client_channel* c) noexcept : previous_(std::exchange(tl_channel, c)) {}
+channel_scope::~channel_scope() { tl_channel = previous_; }
+
+int client_channel::poll(pollfd& p, int timeout_ms)
+{
+    if ((p.events & POLLIN) && buffered_input()) {
+        p.revents = POLLIN;
+        return 1;
+    }
+    return ::poll(&p, 1, timeout_ms);
+}
+
+}  // namespace zklock::detail
+
+// The names the sealed C client's socket calls were given (cmake/seal_zookeeper.cmake).
 extern "C" {
+
+int zklock_cio_socket(int domain, int type, int protocol)
+{
+    using namespace zklock::detail;
+    client_channel* const c = tl_channel;
+    if (!c || c->fd() != -1) {
+        client_log(c ? "zklock: the C client opened a second socket for one handle; refused"
+                     : "zklock: the C client opened a socket outside a session's call; refused");
+        errno = EPROTO;
+        return -1;
+    }
+    const int fd = ::socket(domain, type, protocol);
+    if (fd != -1) c->adopt(fd);
+    return fd;
+}
+
+int zklock_cio_close(int fd)
+{
+    if (auto* c = zklock::detail::channel_of(fd)) c->release();
+    return ::close(fd);
+}
 
 ssize_t zklock_cio_send(int fd, const void* buf, size_t len, int flags)
 {
@@ -204,11 +256,17 @@ ssize_t zklock_cio_recv(int fd, void* buf, size_t len, int flags)
     return ::recv(fd, buf, len, flags);
 }
 
-int zklock_cio_close(int fd)
+ssize_t zklock_cio_read(int fd, void* buf, size_t len)
 {
-    if (auto* c = zklock::detail::channel_of(fd)) c->detach();
-    return ::close(fd);
+    if (auto* c = zklock::detail::channel_of(fd)) return c->recv(buf, len, 0);
+    return ::read(fd, buf, len);
+}
+
+int zklock_cio_poll(struct pollfd* fds, nfds_t n, int timeout_ms)
+{
+    if (n == 1)
+        if (auto* c = zklock::detail::channel_of(fds[0].fd)) return c->poll(fds[0], timeout_ms);
+    return ::poll(fds, n, timeout_ms);
 }
 
 }
-#endif

@@ -1,35 +1,40 @@
-// The C client's socket calls, through the session: libzklock carries the C client's objects with
-// their send, recv and close renamed to zklock_cio_* (CMakeLists.txt), which look the socket up
-// here and pass any socket that is not a session's through to the kernel. A session's channel
-// holds the requests of one executor turn and sends them in one call, and once connected reads
-// what the socket holds in one call and hands the C client its replies from that buffer: the C
-// client writes each request with two sends and reads each reply with two reads.
+// The seam between zklock and the ZooKeeper C client it carries: the client's socket calls.
+//
+// libzklock holds the C client sealed (cmake/seal_zookeeper.cmake): its socket, close, send,
+// recv, poll and read are renamed zklock_cio_* (client_io.cpp). Each C handle has a
+// client_channel. A socket the client opens while a channel_scope names the handle's channel (the
+// session's calls into the client) belongs to that channel from the socket() call that made it to
+// the close() that ends it, and only then do the seam's calls on its number go through the
+// channel: no state of one connection can touch a socket it does not own, and none outlives its
+// socket. Every other descriptor passes straight through to the kernel.
+//
+// A channel holds the requests of one executor turn and sends them in one call, and once
+// connected reads what the socket holds in one call and hands the C client its replies from that
+// buffer: the C client writes each request with two sends and reads each reply with two reads.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace zklock::detail {
 
-#ifdef ZKLOCK_OWN_CLIENT_IO
-inline constexpr bool own_client_io = true;
-#else
-inline constexpr bool own_client_io = false;
-#endif
-
-class client_channel {
+class client_channel : public std::enable_shared_from_this<client_channel> {
 public:
     client_channel() = default;
     client_channel(const client_channel&) = delete;
     client_channel& operator=(const client_channel&) = delete;
+    ~client_channel();
 
-    /// Registers `fd` (-1: none) as this channel's socket; drops what was buffered for another.
-    void attach(int fd);
-    /// Unregisters the socket (after this, the C client's calls on it go to the kernel).
-    void detach();
+    /// The socket the C client opened for this channel and has not closed yet (-1: none).
+    int fd() const noexcept { return fd_; }
+    /// How many sockets the C client opened for this channel.
+    std::uint64_t sockets() const noexcept { return sockets_; }
+
     /// While held, the C client's sends are gathered; releasing sends them (flush()).
     void hold(bool on);
     /// Whether the C client's sends are being gathered (a close of the socket ends it).
@@ -48,14 +53,21 @@ public:
     /// them readable again.
     bool buffered_input() const noexcept { return reading_ && in_pos_ < in_.size(); }
 
-    // The C client's calls.
+    // The seam (client_io.cpp): the C client's calls on this channel's socket.
+    /// The client opened `fd`: the channel's until it closes it.
+    void adopt(int fd);
+    /// The client closes the channel's socket: everything of it goes first.
+    void release();
     ssize_t send(const void* buf, std::size_t len, int flags);
     ssize_t recv(void* buf, std::size_t len, int flags);
-
-    ~client_channel();
+    /// poll() of the channel's socket alone: buffered replies are readable at once.
+    int poll(pollfd& p, int timeout_ms);
 
 private:
+    void reset_buffers();
+
     int fd_ = -1;
+    std::uint64_t sockets_ = 0;
     bool holding_ = false;
     bool reading_ = false;
     int error_ = 0;        // a send failed: the next read reports it
@@ -63,9 +75,28 @@ private:
     std::vector<char> out_;
     std::vector<char> in_;     // what one read brought, until the C client has taken it
     std::size_t in_pos_ = 0;   // how much of it the C client has taken
+    // While the channel owns a socket, the seam finds it by the socket's number and it lives at
+    // least as long: the C client may close a socket after the session let its handle go (on the
+    // close thread).
+    std::shared_ptr<client_channel> keep_alive_;
 };
 
-/// The channel a session registered for `fd`, if any.
+/// While it lives, the C client's calls on this thread are made for `c`: a socket the client
+/// opens belongs to `c`. A socket opened with no scope is refused (the client sees socket() fail
+/// with EPROTO and reports a connection error), and logged: every call into the client is
+/// zklock's own, and each names its handle's channel.
+class channel_scope {
+public:
+    explicit channel_scope(client_channel* c) noexcept;
+    ~channel_scope();
+    channel_scope(const channel_scope&) = delete;
+    channel_scope& operator=(const channel_scope&) = delete;
+
+private:
+    client_channel* previous_;
+};
+
+/// The channel that owns socket `fd` now, if any.
 client_channel* channel_of(int fd) noexcept;
 
 }  // namespace zklock::detail

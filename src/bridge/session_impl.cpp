@@ -112,6 +112,7 @@ error_code session_impl::start_handle()
     pending_list l = resolve_servers(parts.hosts, ec);
     if (ec) return ec;
     errno = 0;
+    chan_ = std::make_shared<client_channel>();  // the last handle's may still be closing its socket
     zh_ = zookeeper_init2((l.numeric + std::string(parts.chroot)).c_str(), &global_watcher,
                           to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
     if (!zh_) {
@@ -556,57 +557,29 @@ void session_impl::begin_request()
         batch_requests_ = 0;
         asio::post(ex_, [self = shared_from_this()] { self->end_batch(); });
     }
-    // From the cork_after_requests-th request of a turn on, the requests are held until the turn
-    // ends (end_batch), and a long batch goes out in parts, so that the server starts on it while
-    // we add more.
+    // The requests of a turn are held until it ends (end_batch), and a long batch goes out in
+    // parts, so that the server starts on it while we add more.
     ++batch_requests_;
-    if (batch_requests_ == cork_after_requests) {
-        cork();
-    } else if (batch_requests_ > cork_after_requests && (batch_requests_ - cork_after_requests) % max_batch_requests == 0) {
-        uncork();
-        cork();
+    if (batch_requests_ == 1) {
+        hold_output();
+    } else if ((batch_requests_ - 1) % max_batch_requests == 0) {
+        chan_->hold(false);
+        hold_output();
     }
 }
 
 void session_impl::end_batch()
 {
     batch_open_ = false;
-    uncork();
+    if (chan_->holding()) chan_->hold(false);
     drive();
 }
 
-void session_impl::cork()
+void session_impl::hold_output()
 {
-    // Only the connected handle's own socket, checked while connected (fd_settled_): a socket the
-    // C client closed is not ours to touch, even if its number was reused.
-    if (own_client_io) {
-        if (chan_.holding() || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
-        chan_.hold(true);
-        return;
-    }
-    if (cork_unsupported_ || corked_fd_ != -1 || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
-    const int one = 1;
-    if (::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0) {
-        corked_fd_ = fd_;
-        corked_inode_ = fd_inode_;
-    } else if (errno == ENOPROTOOPT || errno == EOPNOTSUPP) {
-        cork_unsupported_ = true;  // not a TCP socket (a TLS session's local end)
-    }
-}
-
-void session_impl::uncork()
-{
-    if (own_client_io) {
-        if (chan_.holding()) chan_.hold(false);
-        return;
-    }
-    if (corked_fd_ == -1) return;
-    // A socket replaced since was closed, which sent what it held; never uncork another one.
-    if (corked_fd_ == fd_ && corked_inode_ == fd_inode_) {
-        const int zero = 0;
-        (void)::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
-    }
-    corked_fd_ = -1;
+    // Only the connected handle's own socket, checked while connected (fd_settled_).
+    if (chan_->holding() || fd_ == -1 || !fd_settled_ || state() != session_state::connected) return;
+    chan_->hold(true);
 }
 
 template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc, request_type type)

@@ -41,7 +41,7 @@
 
 #include <unordered_map>
 
-#include <zookeeper/zookeeper.h>
+#include "bridge/zk_client.h"
 
 #include <sys/socket.h>
 
@@ -270,8 +270,8 @@ private:
     /// Called before each request goes to the C client: opens the turn's batch (see batch_open_).
     void begin_request();
     void end_batch();
-    void cork();
-    void uncork();
+    /// Holds the turn's requests in the channel (only the connected handle's own socket).
+    void hold_output();
     zhandle_t* detach_handle();
 
     asio::any_io_executor ex_;
@@ -299,20 +299,16 @@ private:
     error_code refused_;                // why a peer was refused since the last connection (or handle) began
     std::minstd_rand jitter_{std::random_device{}()};
     bool completions_posted_ = false;
-    // Requests of one executor turn leave together (begin_request): from the
-    // cork_after_requests-th on, they are held while the batch is open (in the channel's buffer,
-    // or, without it, by TCP_CORK), and end_batch, posted by the turn's first request, sends them
-    // and drives the C client once for all of them. Held in user space, holding costs nothing, so
-    // every request of a turn is held; a cork costs two system calls, so the first few leave at
-    // once.
-    static constexpr unsigned cork_after_requests = own_client_io ? 1 : 4;
+    // Requests of one executor turn leave together (begin_request): they are held in the
+    // channel's buffer while the batch is open, and end_batch, posted by the turn's first request,
+    // sends them and drives the C client once for all of them; a long batch goes out in parts of
+    // max_batch_requests.
     static constexpr unsigned max_batch_requests = 64;
     bool batch_open_ = false;
     unsigned batch_requests_ = 0;
-    int corked_fd_ = -1;
-    ino_t corked_inode_ = 0;
-    bool cork_unsupported_ = false;
-    client_channel chan_;  // the C client's socket calls (own_client_io)
+    // The C client's socket calls for the current handle (client_io.hpp); a new one per handle,
+    // since the last handle's socket may still be closing on the close thread.
+    std::shared_ptr<client_channel> chan_ = std::make_shared<client_channel>();
     bool restart_pending_ = false;  // an expiry: close the handle (and start anew) after processing
     bool running_completions_ = false;
     std::deque<std::unique_ptr<c_event>> completed_;

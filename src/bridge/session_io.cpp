@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <random>
 
@@ -38,7 +39,11 @@ void session_impl::drive()
     }
     int fd = -1, interest = 0;
     struct timeval tv {};
-    int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+    int rc;
+    {
+        const channel_scope owner(chan_.get());  // a socket it opens is this handle's
+        rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+    }
     // An attempt began (or the client spent its own pause): the next one waits. A refused connect
     // can fail within this very call, so the state after it says nothing.
     if (no_socket) {
@@ -48,7 +53,7 @@ void session_impl::drive()
     update_fd(rc == ZOK ? fd : -1);
     // Requests a flush left behind (the socket's buffer was full) wait for it to drain; the ones
     // the turn still holds go out when it ends.
-    if (own_client_io && fd_ != -1 && !chan_.holding() && chan_.pending_output()) interest |= ZOOKEEPER_WRITE;
+    if (fd_ != -1 && !chan_->holding() && chan_->pending_output()) interest |= ZOOKEEPER_WRITE;
     if (fd_ != -1 && out_registered_ && !writing_ && !(interest & ZOOKEEPER_WRITE)) drop_write_registration();
     if (fd_ != -1) {
         auto self = shared_from_this();
@@ -93,6 +98,18 @@ void session_impl::update_fd(int fd)
     // number, some drive saw it not connected, and looked.
     const bool connected = fd != -1 && zoo_state(zh_) == ZOO_CONNECTED_STATE;
     if (fd == fd_ && fd_settled_ && connected) return;
+    if (fd != -1 && fd != chan_->fd()) {
+        // Not a socket the seam saw opened (client_io.hpp): its calls would bypass the channel.
+        // The sealed client cannot do this; a build that bound another copy of it could.
+        client_log("zklock: the C client's socket did not come through zklock's seam (is another copy of "
+                   "the ZooKeeper C client linked in its place?); connection dropped");
+        log_->event(log_level::error, "the ZooKeeper C client's socket bypassed zklock's seam: not connecting");
+        refused_ = errc::not_supported;
+        fd_ = fd;
+        drop_connection();
+        fd_ = -1;
+        fd = -1;
+    }
     fd_settled_ = connected;
     ino_t ino = 0;
     if (fd != -1) {
@@ -100,13 +117,10 @@ void session_impl::update_fd(int fd)
         if (::fstat(fd, &st) == 0) ino = st.st_ino;
     }
     if (fd == fd_ && ino == fd_inode_) {
-        if (own_client_io && connected) chan_.buffer_reads(true);
+        if (connected) chan_->buffer_reads(true);
         return;
     }
-    if (own_client_io) {
-        chan_.attach(fd);
-        if (connected) chan_.buffer_reads(true);
-    }
+    if (connected) chan_->buffer_reads(true);
     ++io_gen_;
     if (desc_.is_open()) desc_.release();
     reading_ = writing_ = out_registered_ = false;
@@ -144,7 +158,7 @@ void session_impl::drop_write_registration()
 // FIONREAD asks the kernel.
 bool session_impl::input_waiting()
 {
-    if (own_client_io && chan_.buffering_reads()) return chan_.input_ready();
+    if (chan_->buffering_reads()) return chan_->input_ready();
     int avail = 0;
     return ::ioctl(fd_, FIONREAD, &avail) == 0 && avail > 0;
 }
@@ -157,7 +171,7 @@ bool session_impl::input_waiting()
 bool session_impl::readable()
 {
     if (input_waiting()) return true;
-    if (own_client_io && chan_.buffering_reads()) return false;  // the channel saw no end or error
+    if (chan_->buffering_reads()) return false;  // the channel saw no end or error
     char c;
     const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
@@ -272,7 +286,7 @@ void session_impl::process(int events)
 {
     if (!zh_) return;
     const log_scope scope(log_.get());
-    if (own_client_io && (events & ZOOKEEPER_WRITE)) chan_.flush();
+    if (events & ZOOKEEPER_WRITE) chan_->flush();
     if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
     if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
@@ -288,6 +302,7 @@ void session_impl::run_client(int events)
     if (!zh_) return;
     auto self = shared_from_this();
     in_process_ = true;
+    std::optional<channel_scope> owner(std::in_place, chan_.get());
     int rc = zookeeper_process(zh_, events);
     // zookeeper_process handles one reply per call: drain what the socket already holds, up to
     // 256 replies or until the replies waiting for their completions hold 4 MB (a burst of long
@@ -301,12 +316,13 @@ void session_impl::run_client(int events)
             rc = zookeeper_process(zh_, ZOOKEEPER_READ);
         }
     }
+    owner.reset();
     in_process_ = false;
     // Replies the drain left in the channel's buffer (at its bounds) are not reported by the
     // socket again: a later turn takes them.
-    if (own_client_io && (events & ZOOKEEPER_READ) && chan_.buffered_input())
+    if ((events & ZOOKEEPER_READ) && chan_->buffered_input())
         asio::post(ex_, [self] {
-            if (self->zh_ && self->chan_.buffered_input()) self->process(ZOOKEEPER_READ);
+            if (self->zh_ && self->chan_->buffered_input()) self->process(ZOOKEEPER_READ);
         });
     // Ask for interest before any completion runs: if the client closed its socket, the
     // descriptor must be released before user code could open a new one with the same number
@@ -357,10 +373,10 @@ void session_impl::after_process()
 
 void session_impl::release_io()
 {
-    if (own_client_io) {
-        chan_.flush();
-        chan_.detach();
-    }
+    // The socket stays the channel's until the C client closes it: its close request, and the
+    // replies already buffered, still go through the channel (the close thread's zookeeper_close).
+    if (chan_->holding()) chan_->hold(false);
+    else chan_->flush();
     ++io_gen_;
     if (desc_.is_open()) desc_.release();
     fd_ = -1;

@@ -1,6 +1,6 @@
 #include "bridge/watch_table.hpp"
 
-#include <zookeeper/zookeeper.h>
+#include "bridge/zk_client.h"
 
 namespace zklock::detail {
 

@@ -14,7 +14,7 @@
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
-#include <zookeeper/zookeeper.h>
+#include "bridge/zk_client.h"
 
 #include <chrono>
 #include <memory>

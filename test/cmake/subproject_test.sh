@@ -2,7 +2,9 @@
 # Builds a downstream project that takes zklock as a subproject (add_subdirectory or fetchcontent,
 # the first argument) and checks that zklock behaves as a guest: it forces no build type into the
 # parent's cache, builds no tools, examples, tests or bench, installs nothing, and imposes no
-# compile definition on the parent's code. Then runs the consumer.
+# compile definition on the parent's code. Then runs the consumer. The fetchcontent parent builds
+# shared libraries (BUILD_SHARED_LIBS): its libzklock.so is checked as symbols_test.sh checks the
+# static one.
 set -euo pipefail
 how=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,8 +21,10 @@ quiet() {  # runs a command, printing its output only when it fails
 }
 build=$work/build
 # No CMAKE_BUILD_TYPE: that is the parent's to choose (and an unoptimised build is quick).
+shared=OFF
+[ "$how" != fetchcontent ] || shared=ON
 quiet cmake -S "$here/subproject" -B "$build" -G Ninja -DZKLOCK_HOW="$how" -DZKLOCK_SOURCE_DIR="$src" \
-    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DBUILD_SHARED_LIBS=$shared
 
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 [ -z "$build_type" ] || fail "it set CMAKE_BUILD_TYPE=$build_type in the parent's cache"
@@ -33,6 +37,12 @@ done
 
 quiet cmake --build "$build"
 "$build/consumer" || fail "the consumer did not run"
+if [ "$shared" = ON ]; then
+    so=$(find "$build" -name 'libzklock.so*' -type f | head -n1)
+    [ -n "$so" ] || fail "BUILD_SHARED_LIBS=ON built no libzklock.so"
+    bash "$here/symbols_test.sh" "$so" "$(find "$build" -name zk_sealed_names.h | head -n1)" ||
+        fail "the shared library's symbols (above)"
+fi
 
 quiet cmake --install "$build" --prefix "$work/prefix"
 [ -x "$work/prefix/bin/consumer" ] || fail "the consumer's own install did not happen"
