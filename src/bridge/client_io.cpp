@@ -1,11 +1,14 @@
 #include "bridge/client_io.hpp"
 
+#include "bridge/tls_engine.hpp"
 #include "bridge/zk_requests.hpp"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <atomic>
@@ -47,6 +50,23 @@ void set_channel(int fd, client_channel* c, client_channel* expected)
 
 }  // namespace
 
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) noexcept
+{
+    if (a.ss_family != b.ss_family) return false;
+    if (a.ss_family == AF_INET) {
+        const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+        return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+    }
+    if (a.ss_family == AF_INET6) {
+        const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+        return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
+               std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+    }
+    return false;
+}
+
 client_channel* channel_of(int fd) noexcept
 {
     if (fd < 0) return nullptr;
@@ -80,6 +100,7 @@ void let_go_if_grown(std::vector<char>& v, std::size_t keep)
 }
 }  // namespace
 
+client_channel::client_channel() = default;
 client_channel::~client_channel() = default;  // owns no socket: keep_alive_ would hold it
 
 void client_channel::adopt(int fd)
@@ -87,6 +108,9 @@ void client_channel::adopt(int fd)
     fd_ = fd;
     ++sockets_;
     reset_buffers();
+    // TLS: the C client reads the channel's plaintext from the first byte (its handshake's
+    // answer is encrypted too).
+    if (tls_setup_) reading_ = true;
     keep_alive_ = shared_from_this();
     set_channel(fd, this, nullptr);
 }
@@ -109,12 +133,66 @@ void client_channel::reset_buffers()
     in_.clear();
     let_go_if_grown(in_, keep_input);
     in_pos_ = 0;
+    tls_.reset();
+    plain_out_.clear();
+    let_go_if_grown(plain_out_, keep_output);
+    tls_reported_ = false;
+}
+
+std::size_t client_channel::peek(void* buf, std::size_t n) const noexcept
+{
+    const std::size_t k = std::min(n, in_.size() - in_pos_);
+    if (k > 0) std::memcpy(buf, in_.data() + in_pos_, k);
+    return k;
 }
 
 void client_channel::hold(bool on)
 {
     holding_ = on;
-    if (!on) flush();
+    if (on) return;
+    encrypt_held();
+    flush();
+}
+
+void client_channel::start_tls()
+{
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    std::string host;
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+        for (const auto& [addr, name] : tls_setup_->hosts)
+            if (same_address(addr, peer)) {
+                host = name;
+                break;
+            }
+    }
+    tls_ = std::make_unique<tls_engine>(tls_setup_->ctx, host, tls_setup_->verify_host);
+    tls_peer_ = peer;
+    tls_->handshake();
+    after_tls();
+}
+
+void client_channel::encrypt_held()
+{
+    if (!tls_ || !tls_->handshake_done() || plain_out_.empty()) return;
+    tls_->encrypt(plain_out_.data(), plain_out_.size());
+    plain_out_.clear();
+    let_go_if_grown(plain_out_, keep_output);
+    after_tls();
+}
+
+void client_channel::after_tls()
+{
+    tls_->take_output(out_);
+    if (tls_reported_) return;
+    if (tls_->error() && !tls_->heard()) {
+        tls_outcome_ = tls_outcome{tls_->error(), tls_->certain(), tls_peer_};
+        tls_reported_ = true;
+    } else if (tls_->handshake_done() && !tls_->error()) {
+        tls_outcome_ = tls_outcome{{}, false, tls_peer_};
+        tls_reported_ = true;
+    }
+    if (tls_->error() && error_ == 0) error_ = ECONNRESET;  // the C client sees its connection fail
 }
 
 void client_channel::buffer_reads(bool on) { reading_ = on; }
@@ -144,6 +222,16 @@ ssize_t client_channel::send(const void* buf, std::size_t len, int flags)
         errno = error_;
         return -1;
     }
+    if (tls_setup_) {
+        const auto* p = static_cast<const char*>(buf);
+        plain_out_.insert(plain_out_.end(), p, p + len);
+        if (!tls_) start_tls();  // the C client's first bytes: the connection is up
+        if (!holding_ || plain_out_.size() >= flush_at) {
+            encrypt_held();
+            flush();
+        }
+        return static_cast<ssize_t>(len);
+    }
     if (!holding_ && out_.empty()) return ::send(fd_, buf, len, flags);
     const auto* p = static_cast<const char*>(buf);
     out_.insert(out_.end(), p, p + len);
@@ -157,12 +245,34 @@ bool client_channel::input_ready()
     char* const scratch = read_scratch();
     for (;;) {
         const ssize_t n = ::recv(fd_, scratch, read_chunk, MSG_DONTWAIT);
+        if (n > 0 && tls_) {
+            tls_->put_input(scratch, static_cast<std::size_t>(n));
+            const bool was_done = tls_->handshake_done();
+            if (!was_done) tls_->handshake();
+            in_.clear();
+            in_pos_ = 0;
+            if (tls_->handshake_done() || tls_->error()) tls_->decrypt(in_);
+            after_tls();
+            if (!was_done && tls_->handshake_done()) encrypt_held();
+            flush();
+            if (!in_.empty() || error_ != 0) return true;
+            if (tls_->end_of_stream()) {
+                eof_ = true;
+                return true;
+            }
+            continue;  // a record not whole yet
+        }
         if (n > 0) {
             in_.assign(scratch, scratch + n);
             in_pos_ = 0;
             return true;
         }
         if (n == 0) {
+            if (tls_) {
+                tls_->ended_early();
+                after_tls();
+                error_ = 0;  // the C client sees the end
+            }
             eof_ = true;
             return true;
         }
@@ -215,6 +325,7 @@ int client_channel::poll(pollfd& p, int timeout_ms)
         p.revents = POLLIN;
         return 1;
     }
+    flush();  // what an earlier send left (a full socket) goes before the client waits on it
     return ::poll(&p, 1, timeout_ms);
 }
 

@@ -4,7 +4,7 @@
 
 #include "bridge/close_service.hpp"
 #include "bridge/deadline.hpp"
-#include "bridge/tls_bridge.hpp"
+#include "bridge/tls_context.hpp"
 
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>
@@ -87,6 +87,31 @@ const ACL_vector* session_impl::node_acl() const noexcept
     return &ZOO_OPEN_ACL_UNSAFE;
 }
 
+void session_impl::note_tls_outcome()
+{
+    const auto o = chan_->take_tls_outcome();
+    if (!o) return;
+    if (!o->ec) {  // a handshake passed: refusals seen before count no more
+        tls_refusals_.clear();
+        tls_last_refusal_ = {};
+        return;
+    }
+    const char* server = zh_ ? zoo_get_current_server(zh_) : nullptr;
+    client_log(("tls: " + std::string(server ? server : "the server") + ": " + o->ec.message()).c_str());
+    tls_last_refusal_ = o->ec;
+    // Only TLS's own verdicts count here: a connection that ends may be a server going down.
+    if (!o->certain) return;
+    auto it = std::find_if(tls_refusals_.begin(), tls_refusals_.end(),
+                           [&](const auto& r) { return same_address(r.first, o->peer); });
+    if (it != tls_refusals_.end()) it->second = o->ec;
+    else tls_refusals_.emplace_back(o->peer, o->ec);
+    const bool all = std::all_of(tls_hosts_.begin(), tls_hosts_.end(), [&](const auto& h) {
+        return std::any_of(tls_refusals_.begin(), tls_refusals_.end(),
+                           [&](const auto& r) { return same_address(r.first, h.first); });
+    });
+    if (all) on_tls_refused(o->ec);
+}
+
 void session_impl::on_tls_refused(error_code ec)
 {
     // Every server refused the handshake, for a reason that retrying does not change by itself:
@@ -108,11 +133,17 @@ error_code session_impl::start_handle()
     // address not parse, as for a name that does not resolve).
     const split_servers parts = split_chroot(cfg_.servers);
     error_code ec;
-    if (tls_) tls_->forget_refusals();
+    if (cfg_.tls.enabled && !tls_) {
+        tls_ = tls_context::create(cfg_.tls, ec);
+        if (ec) return ec;
+    }
+    tls_refusals_.clear();
+    tls_last_refusal_ = {};
     pending_list l = resolve_servers(parts.hosts, ec);
     if (ec) return ec;
     errno = 0;
     chan_ = std::make_shared<client_channel>();  // the last handle's may still be closing its socket
+    if (tls_) set_tls_setup(l);
     zh_ = zookeeper_init2((l.numeric + std::string(parts.chroot)).c_str(), &global_watcher,
                           to_session_timeout_ms(cfg_.session_timeout), nullptr, this, 0, &client_log);
     if (!zh_) {
@@ -360,7 +391,7 @@ std::uint64_t session_impl::connect(void_cb cb)
         connect_timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (ec || self->state() == session_state::connected) return;
             error_code why = self->refused_;
-            if (!why && self->tls_) why = self->tls_->last_refusal();
+            if (!why) why = self->tls_last_refusal_;
             self->apply(self->fsm_.on_connect_timeout(why));
         });
     }
@@ -434,7 +465,6 @@ void session_impl::close(void_cb cb)
     if (!done) {  // nothing to send (does not block), or no pipe (blocks: the last resort)
         const log_scope scope(log_.get());
         if (zh) zookeeper_close(zh);
-        if (tls_) tls_->shut_down();
         schedule_completions();
         asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
         return;
@@ -462,8 +492,6 @@ void session_impl::close(void_cb cb)
         if (ec || !h->ready.load(std::memory_order_acquire)) return finish(ec);
         for (c_event* e : h->results) self->enqueue(std::unique_ptr<c_event>(e));
         h->results.clear();
-        // The bridge carried the close request and its answer: it can go now.
-        if (self->tls_) self->tls_->shut_down();
         self->run_completions();
         finish({});
     });
@@ -488,8 +516,6 @@ zhandle_t* session_impl::shut_down(graveyard& g)
         (void)fsm_.on_close();  // closed; the effects (handlers to call) are what is dropped here
     }
     zhandle_t* zh = detach_handle();
-    // Nothing runs on the executor any more: the close request cannot go through the bridge.
-    if (tls_) tls_->shut_down();
     for (auto& [id, w] : connect_waiters_) g.bury(std::move(w));
     connect_waiters_.clear();
     for (auto& [gen, w] : connected_waiters_) g.bury(std::move(w));

@@ -57,7 +57,7 @@
 namespace zklock::detail {
 
 class close_service;
-class tls_bridge;
+class tls_context;
 
 /// Told of the session's state changes, on the session's executor.
 class session_observer {
@@ -215,16 +215,14 @@ private:
         sockaddr_storage addr{};
         socklen_t len = 0;
     };
-    /// 127.0.0.1:`port`, where the TLS bridge listens for the C client.
-    static server_address loopback(std::uint16_t port);
     /// A list set by set_servers that the C client does not have yet.
     struct pending_list {
         std::string numeric;  // "ip:port,..." as the C client reads it (IPv6 without brackets)
         std::vector<server_address> addresses;
+        std::vector<std::string> hosts;  // the host of the server list each address is of
     };
-    /// The list to give the C client for the host list `hosts` (no chroot): their addresses, or
-    /// with TLS the bridge's loopback listeners (the bridge is made on first use); of odd length.
-    /// errc::unresolvable_host if no host resolves, errc::tls_bad_config.
+    /// The list to give the C client for the host list `hosts` (no chroot): their addresses; of
+    /// odd length. errc::unresolvable_host if no host resolves.
     pending_list resolve_servers(std::string_view hosts, error_code& ec);
     void apply_servers();
     void install_servers();
@@ -342,11 +340,21 @@ private:
     std::uint64_t connections_ = 0;  // see connections()
     metrics_state metrics_;
 
-    // TLS (session_config::tls): the bridge the C client connects through, made by the first
-    // start_handle and kept across handles.
-    std::shared_ptr<tls_bridge> tls_;
+    // TLS (session_config::tls): the context, made by the first start_handle and kept across
+    // handles; the channel runs each connection's TLS (client_io.hpp).
+    std::shared_ptr<tls_context> tls_;
     std::vector<std::string> tls_only_;  // servers a plaintext session found speaking only TLS (this handle)
     std::uint64_t handles_ = 0;          // C handles started
+    std::vector<std::pair<sockaddr_storage, error_code>> tls_refusals_;  // by address, since a handshake passed
+    error_code tls_last_refusal_;        // the latest refusal since a handshake passed
+    std::vector<std::pair<sockaddr_storage, std::string>> tls_hosts_;  // of the installed list
+    /// The channel's TLS for the list `l`.
+    void set_tls_setup(const pending_list& l);
+    /// The channel's TLS for its next connection: the context read again if its files changed.
+    void refresh_tls();
+    /// Takes what the channel's latest handshake came to: a refusal from every address of the
+    /// list in a row fails a waiting connect (on_tls_refused).
+    void note_tls_outcome();
     /// Every server refused the connection for a reason of its own (TLS): `ec`, the latest.
     void on_tls_refused(error_code ec);
 

@@ -2,7 +2,7 @@
 // the queue of completed C callbacks.
 #include "bridge/session_impl.hpp"
 
-#include "bridge/tls_bridge.hpp"
+#include "bridge/tls_context.hpp"
 
 #include <zklock/detail/server_list.hpp>
 
@@ -37,6 +37,8 @@ void session_impl::drive()
         arm_timer(reconnect_at_);
         return;
     }
+    // A new connection reads the TLS files again if they changed.
+    if (no_socket && tls_) refresh_tls();
     int fd = -1, interest = 0;
     struct timeval tv {};
     int rc;
@@ -126,7 +128,6 @@ void session_impl::update_fd(int fd)
     reading_ = writing_ = out_registered_ = false;
     fd_ = fd;
     fd_inode_ = ino;
-    if (tls_) tls_->client_socket_changed(fd, ino);
     if (fd != -1) {
         // The C client opens its sockets without SOCK_CLOEXEC: a child started by exec (zklock(1)
         // runs one) must not inherit the connection.
@@ -186,7 +187,9 @@ bool session_impl::readable()
 bool session_impl::handshake_plausible() const
 {
     unsigned char b[24];
-    const ssize_t n = ::recv(fd_, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
+    // With TLS the channel holds the answer, decrypted (process() asked it first).
+    const ssize_t n = chan_->tls() ? static_cast<ssize_t>(chan_->peek(b, sizeof b))
+                                   : ::recv(fd_, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
     if (n <= 0) return true;  // nothing yet, or an error the client sees itself
     const auto be32 = [&](int at) {
         return static_cast<std::uint32_t>(b[at]) << 24 | static_cast<std::uint32_t>(b[at + 1]) << 16 |
@@ -331,6 +334,7 @@ void session_impl::run_client(int events)
     run_completions();
     after_process();
     drive();
+    if (tls_) note_tls_outcome();
 }
 
 void session_impl::schedule_completions()

@@ -17,7 +17,7 @@
 // one-address list no real list shares an address with, so that the change is always seen.
 #include "bridge/session_impl.hpp"
 
-#include "bridge/tls_bridge.hpp"
+#include "bridge/tls_context.hpp"
 
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/server_list.hpp>
@@ -31,60 +31,13 @@
 
 namespace zklock::detail {
 
-namespace {
-
-bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) noexcept
-{
-    if (a.ss_family != b.ss_family) return false;
-    if (a.ss_family == AF_INET) {
-        const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-        const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-        return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-    }
-    if (a.ss_family == AF_INET6) {
-        const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-        const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-        return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
-               std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
-    }
-    return false;
-}
-
-}  // namespace
-
-session_impl::server_address session_impl::loopback(std::uint16_t port)
-{
-    server_address s;
-    auto& in = reinterpret_cast<sockaddr_in&>(s.addr);
-    in.sin_family = AF_INET;
-    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    in.sin_port = htons(port);
-    s.len = sizeof in;
-    return s;
-}
-
 session_impl::pending_list session_impl::resolve_servers(std::string_view hosts, error_code& ec)
 {
     ec = {};
     pending_list l;
-    if (cfg_.tls.enabled) {
-        // The bridge resolves the hosts; the C client is handed its loopback listeners.
-        if (!tls_) {
-            tls_bridge::hooks h;
-            h.client_fd = [this] { return fd_; };  // the bridge lives no longer than this session
-            h.all_refused = [this](error_code why) { on_tls_refused(why); };
-            h.client_socket_replaced = [this] { drive(); };
-            tls_ = tls_bridge::create(ex_, cfg_.tls, std::move(h), ec);
-            if (ec) return l;
-        }
-        l.numeric = tls_->front(hosts, ec);
-        if (ec) return l;
-        for (std::string_view entry : server_entries(l.numeric))
-            l.addresses.push_back(loopback(static_cast<std::uint16_t>(std::stoi(std::string(entry.substr(entry.rfind(':') + 1))))));
-    }
     // Resolved here (getaddrinfo, on this thread), once: the C client is handed addresses, so it
     // has nothing left to resolve (nor to fail on) at its reconnects.
-    for (std::string_view entry : server_entries(cfg_.tls.enabled ? std::string_view() : hosts)) {
+    for (std::string_view entry : server_entries(hosts)) {
         auto [host, port] = host_and_port(entry);
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
@@ -109,6 +62,7 @@ session_impl::pending_list session_impl::resolve_servers(std::string_view hosts,
             if (!l.numeric.empty()) l.numeric += ',';
             l.numeric.append(ip).append(":").append(serv);
             l.addresses.push_back(s);
+            l.hosts.push_back(host);
         }
         ::freeaddrinfo(res);
     }
@@ -123,6 +77,7 @@ session_impl::pending_list session_impl::resolve_servers(std::string_view hosts,
     if (l.addresses.size() % 2 == 0) {
         l.numeric += "," + std::string(server_entries(l.numeric).front());
         l.addresses.push_back(l.addresses.front());
+        l.hosts.push_back(l.hosts.front());
     }
     return l;
 }
@@ -164,13 +119,7 @@ bool session_impl::peer_listed(const pending_list& l) const
 {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
-    if (fd_ == -1) return false;
-    if (const auto front = tls_ ? tls_->carried_front() : std::nullopt) {
-        // The client's socket is the bridge's local pair: the bridge knows which listener it came by.
-        peer = loopback(front->port()).addr;
-    } else if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
-        return false;
-    }
+    if (fd_ == -1 || ::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
     return std::any_of(l.addresses.begin(), l.addresses.end(),
                        [&](const server_address& a) { return same_address(a.addr, peer); });
 }
@@ -213,6 +162,7 @@ void session_impl::install_servers()
     int rc = zoo_set_servers(zh_, first.c_str());
     if (rc == ZOK) rc = zoo_set_servers(zh_, l.numeric.c_str());
     if (rc == ZOK) {
+        if (tls_) set_tls_setup(l);
         installed_servers_ = std::move(l.numeric);
         return;
     }
@@ -261,6 +211,22 @@ void session_impl::on_ensemble_config(const std::string& data)
     if (same_entries(*list, split_chroot(cfg_.servers).hosts)) return;
     if (auto ec = set_servers(*list))  // no chroot given: the session's is kept
         client_log(("the ensemble's server list " + *list + " was not taken: " + ec.message()).c_str());
+}
+
+void session_impl::set_tls_setup(const pending_list& l)
+{
+    tls_hosts_.clear();
+    for (std::size_t i = 0; i < l.addresses.size() && i < l.hosts.size(); ++i) tls_hosts_.emplace_back(l.addresses[i].addr, l.hosts[i]);
+    refresh_tls();
+}
+
+void session_impl::refresh_tls()
+{
+    auto setup = std::make_shared<tls_setup>();
+    setup->ctx = tls_->context();
+    setup->verify_host = cfg_.tls.verify_host;
+    setup->hosts = tls_hosts_;
+    chan_->use_tls(std::move(setup));
 }
 
 }  // namespace zklock::detail

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <arpa/inet.h>
@@ -421,78 +422,114 @@ TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves 
     });
 }
 
-TEST_CASE("tls: the bridge's listener and connections are closed on exec")
+TEST_CASE("tls: a TLS session opens one socket, to the server, closed on exec, and listens on none")
 {
-    // A program that forks and execs must not hand them to the child, as the C client's own
-    // socket is not handed either.
-    const auto socket_fds = [] {
-        std::set<int> out;
+    // TLS runs on the C client's own socket: no loopback listener, no socket pair, nothing a
+    // child started by exec could inherit.
+    const auto sockets = [] {
+        std::map<int, bool> out;  // fd -> listening
         for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
             std::error_code ec;
             const auto target = std::filesystem::read_symlink(e.path(), ec);
-            if (!ec && target.string().rfind("socket:", 0) == 0) out.insert(std::stoi(e.path().filename().string()));
-        }
-        return out;
-    };
-    const auto before = socket_fds();
-    run([&]() -> awaitable<void> {
-        session s{co_await asio::this_coro::executor, tls_config(tls_server().tls_connect_string())};
-        co_await connect(s);
-        int checked = 0;
-        for (int fd : socket_fds()) {
-            if (before.contains(fd)) continue;
-            CAPTURE(fd);
-            CHECK((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
-            ++checked;
-        }
-        CHECK(checked >= 4);  // the C client's socket, the listener, the accepted end, the server's
-        co_await s.async_close();
-    });
-}
-
-TEST_CASE("tls: the bridge carries the C client's connection only: another process's is closed unanswered")
-{
-    // The listening sockets of this process on the loopback address.
-    const auto listeners = [] {
-        std::set<std::uint16_t> out;
-        for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+            if (ec || target.string().rfind("socket:", 0) != 0) continue;
             const int fd = std::stoi(e.path().filename().string());
             int listening = 0;
             socklen_t len = sizeof listening;
-            sockaddr_in a{};
-            socklen_t alen = sizeof a;
-            if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
-                ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0 && a.sin_family == AF_INET &&
-                a.sin_addr.s_addr == htonl(INADDR_LOOPBACK))
-                out.insert(ntohs(a.sin_port));
+            out[fd] = ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
         }
         return out;
     };
-    const auto before = listeners();
+    const auto before = sockets();
     run([&]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         session s{ex, tls_config(tls_server().tls_connect_string())};
         co_await connect(s);
-        std::vector<std::uint16_t> fronts;
-        for (auto p : listeners())
-            if (!before.contains(p)) fronts.push_back(p);
-        REQUIRE(fronts.size() == 1);
-        // A stranger connects to the bridge's listener and sends a ZooKeeper ConnectRequest.
-        asio::ip::tcp::socket stranger{ex};
-        co_await stranger.async_connect({asio::ip::address_v4::loopback(), fronts[0]}, asio::deferred);
-        std::array<unsigned char, 48> request{};
-        request[3] = 44;  // the frame's length; the rest (protocol 0, zxid 0, timeout 0, ...) zero
-        co_await asio::async_write(stranger, asio::buffer(request), asio::deferred);
-        std::array<char, 64> reply{};
-        auto [ec, n] = co_await stranger.async_read_some(asio::buffer(reply), tuple);
-        // Closed, not carried to the server: a reset, as our request was left unread.
-        CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
-        CHECK(n == 0);
-        // The session's own connection is untouched.
-        CHECK(s.state() == session_state::connected);
-        CHECK(s.metrics().reconnects == 0);
-        auto [eec, st] = co_await s.async_exists("/", tuple);
-        CHECK_FALSE(eec);
+        auto held = co_await mutex{s, unique_root("one-socket") + "/lock"}.async_acquire(5s);
+        CHECK(held.owns_lock());
+        std::vector<int> added;
+        for (const auto& [fd, listening] : sockets()) {
+            if (before.contains(fd)) continue;
+            CAPTURE(fd);
+            CHECK_FALSE(listening);
+            CHECK((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+            added.push_back(fd);
+        }
+        CHECK(added.size() == 1);  // the C client's socket
+        if (added.size() == 1) {
+            sockaddr_in peer{};
+            socklen_t len = sizeof peer;
+            REQUIRE(::getpeername(added[0], reinterpret_cast<sockaddr*>(&peer), &len) == 0);
+            CHECK(ntohs(peer.sin_port) == tls_server().tls_port());
+        }
+        co_await held.async_release();
         co_await s.async_close();
+    });
+}
+
+TEST_CASE("tls: the connection is TLS from its first byte: the ConnectRequest never crosses in the clear")
+{
+    // A listener of the test's own stands in for the server and reads what the session sends
+    // first: a TLS record (a ClientHello), never the C client's ConnectRequest with its password.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        asio::ip::tcp::acceptor listener{ex, {asio::ip::address_v4::loopback(), 0}};
+        const auto port = listener.local_endpoint().port();
+        auto cfg = tls_config("127.0.0.1:" + std::to_string(port));
+        cfg.connect_timeout = 3s;
+        session s{ex, cfg};
+        bool connect_done = false;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            auto [ec] = co_await s.async_connect(tuple);
+            CHECK(ec);  // nobody answers the handshake
+            connect_done = true;
+        }, asio::detached);
+        auto peer = co_await listener.async_accept(asio::deferred);
+        std::array<unsigned char, 64> first{};
+        std::size_t got = 0;
+        while (got < 5) got += co_await peer.async_read_some(asio::buffer(first.data() + got, first.size() - got), asio::deferred);
+        CHECK(first[0] == 0x16);  // a TLS handshake record
+        CHECK(first[1] == 0x03);  // of TLS 1.x
+        // A ConnectRequest would start with its length (44 or 45) and protocol version 0.
+        CHECK_FALSE((first[0] == 0 && first[1] == 0 && first[2] == 0 && (first[3] == 44 || first[3] == 45)));
+        peer.close();
+        CHECK(co_await wait_until([&] { return connect_done; }, 10s));
+        co_await s.async_close();
+    });
+}
+
+TEST_CASE("tls: a session destroyed with its io_context still ends its ZooKeeper session at once")
+{
+    // Its close request goes out over TLS on the close thread, as a plaintext session's does: its
+    // node goes at once, not at the session timeout (20 s).
+    const auto path = unique_root("destroyed") + "/lock";
+    {
+        asio::io_context ioc;
+        bool held = false;
+        asio::co_spawn(ioc, [&]() -> awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            session s{ex, tls_config(tls_server().tls_connect_string(), "alice", 20000ms)};
+            co_await connect(s);
+            auto l = co_await mutex{s, path}.async_acquire(5s);
+            held = l.owns_lock();
+            co_await sleep_for(1h);  // pending when the io_context goes
+        }, asio::detached);
+        const auto t0 = std::chrono::steady_clock::now();
+        while (!held && since(t0) < 20) ioc.run_for(10ms);
+        REQUIRE(held);
+    }  // ~io_context with the session open
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session observer{ex, config_for(tls_server().connect_string())};
+        co_await connect(observer);
+        const auto t0 = std::chrono::steady_clock::now();
+        bool gone = false;
+        while (!gone && since(t0) < 8) {
+            auto [ec, kids] = co_await observer.async_get_children(path, tuple);
+            gone = (!ec && kids.empty()) || ec == zk_errc::no_node;
+            if (!gone) co_await sleep_for(20ms);
+        }
+        CHECK(gone);
+        MESSAGE("the TLS session's node went " << since(t0) << " s after its io_context was destroyed");
+        co_await observer.async_close();
     });
 }
