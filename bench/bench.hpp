@@ -383,7 +383,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
 /// timed rounds each, in turns (ABBA...). Returns {the lock's, the raw floor's}.
 asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ctx& c, const std::string& name);
 
-// ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and the bridge's memory per session
+// ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and TLS's memory per session
 
 /// Reports the TLS twin of a plaintext scenario (`twin`: the same lock scenario measured over TLS
 /// on the same server right after `plain`, this run's) as "<name> tls", with ratios to plain.

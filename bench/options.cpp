@@ -34,7 +34,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "print (stderr) each zklock run's requests per acquisition by type, from its sessions' metrics")
         ("tls", po::bool_switch(&o.tls),
          "our server also gets a TLS port: U, C64 and W<N> run again over TLS after their plaintext run "
-         "(\"U tls\", ...), plus the bridge's memory per session")
+         "(\"U tls\", ...), plus TLS's memory per session")
         ("ensemble", po::value(&o.ensemble)->default_value(0),
          "3 or 5: start a local ensemble of that many servers instead of one standalone server; session i of "
          "each scenario connects to one member, round-robin from a follower (the leader last)")

@@ -1,5 +1,5 @@
 // bench/tls.cpp — --tls: U, C64 and W<N> again over TLS, each next to its plaintext twin of the
-// same run on the same server, and what the TLS bridge costs in memory per session.
+// same run on the same server, and what TLS costs in memory per session.
 #include "bench.hpp"
 
 namespace zklock_bench {
@@ -78,7 +78,7 @@ void report_tls_twin(bench_ctx& c, scenario_result twin, const scenario_result& 
     if (name == "U") ratio("cycles_vs_plain", "cycles_per_s");
     else ratio("acquisitions_vs_plain", "acquisitions_per_s");
     if (name[0] == 'W') ratio("drain_s_vs_plain", "drain_s");
-    // The bridge runs on the session's executor, this thread: its CPU is this process's, over the
+    // TLS runs in the session's channel, on this thread: its CPU is this process's, over the
     // measured window, per acquisition (U: per lock cycle).
     const double cpu_tls = cpu_us_per_acquisition(twin), cpu_plain = cpu_us_per_acquisition(plain);
     twin.figs.add("client_cpu_us_per_acquisition", cpu_tls);
@@ -95,7 +95,7 @@ void report_tls_twin(bench_ctx& c, scenario_result twin, const scenario_result& 
     set_tls_target(o);
     emit(c, o);
 
-    std::printf("%s: %d session(s) x %d contender(s) total, over TLS through the bridge, one thread   "
+    std::printf("%s: %d session(s) x %d contender(s) total, over TLS, one thread   "
                 "(ratio = tls / plaintext \"%s\", same run, same server)\n",
                 twin.scenario.c_str(), twin.sessions, twin.contenders, name.c_str());
     int width = 20;
