@@ -75,7 +75,10 @@ session_impl::pending_list session_impl::resolve_servers(std::string_view hosts,
     // every other server, and one whose live servers sit on the other places never reconnects.
     // An odd length reaches every place: an even list gets its first address once more.
     if (l.addresses.size() % 2 == 0) {
-        l.numeric += "," + std::string(server_entries(l.numeric).front());
+        // (Appends, not `"," + std::string(...)`: GCC 12 at -O3 takes that for an overlapping
+        // memcpy, -Wrestrict. A copy of the entry first: it views l.numeric, which may move.)
+        const std::string first(server_entries(l.numeric).front());
+        l.numeric.append(",").append(first);
         l.addresses.push_back(l.addresses.front());
         l.hosts.push_back(l.hosts.front());
     }
