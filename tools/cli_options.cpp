@@ -471,11 +471,13 @@ std::string help_text()
         std::string left = "  ";
         if (s.short_name) left += std::string("-") + s.short_name + ", ";
         else left += "    ";
-        left += "--" + std::string(s.long_name);
-        if (!s.value_name.empty()) left += " " + std::string(s.value_name);
+        // (Appends, not `" " + std::string(...)`: GCC 12 at -O3 takes that for an overlapping
+        // memcpy, -Wrestrict.)
+        left.append("--").append(s.long_name);
+        if (!s.value_name.empty()) left.append(" ").append(s.value_name);
         if (left.size() < 30) left.resize(30, ' ');
-        else left += "\n" + std::string(30, ' ');
-        h += left + std::string(s.help) + "\n";
+        else left.append("\n").append(30, ' ');
+        h.append(left).append(s.help).append("\n");
     }
     h += "  DURATION is a number with a unit: 500ms, 10s, 1.5s, 2m, 1h (no unit: seconds).\n"
          "\n"
