@@ -21,22 +21,18 @@ std::string describe(const checker::event& e, checker::clock::time_point origin)
 
 void checker::granted(const std::string& lock, const std::string& holder, std::int64_t token, std::int64_t seq)
 {
-    record({kind::grant, lock, holder, token, seq, clock::now(), 0, {}});
+    record({kind::grant, lock, holder, token, seq, clock::now(), 0, {}, 0, {}});
 }
 
 void checker::granted(const std::string& lock, const std::string& holder, std::int64_t zxid, std::uint64_t local,
                       std::int64_t seq)
 {
-    event e{kind::grant, lock, holder, zxid, seq, clock::now(), 0, {}};
-    e.local = local;
-    record(std::move(e));
+    record({kind::grant, lock, holder, zxid, seq, clock::now(), 0, {}, local, {}});
 }
 
 void checker::requested(const std::string& lock, const std::string& holder, const std::string& group)
 {
-    event e{kind::request, lock, holder, 0, -1, clock::now(), 0, {}};
-    e.group = group;
-    record(std::move(e));
+    record({kind::request, lock, holder, 0, -1, clock::now(), 0, {}, 0, group});
 }
 
 void checker::expect_bounded_runs(const std::string& lock, std::size_t max_run, clock::duration grace)
@@ -94,7 +90,7 @@ void checker::check_runs(const std::string& lock, const std::vector<const event*
 
 void checker::released(const std::string& lock, const std::string& holder, const std::string& note)
 {
-    record({kind::release, lock, holder, 0, -1, clock::now(), 0, note});
+    record({kind::release, lock, holder, 0, -1, clock::now(), 0, note, 0, {}});
 }
 
 void checker::record(event e)
