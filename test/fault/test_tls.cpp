@@ -61,7 +61,8 @@ TEST_CASE("tls: over TLS the lock grants in queue order, and timed-out and cance
         std::size_t queued = 1;
         for (auto [s, name] : {std::pair{&b, "b"}, {&c, "c"}, {&d, "d"}}) {
             asio::co_spawn(ex, waiter(*s, name), asio::detached);
-            CHECK(co_await wait_children(plain, path, ++queued) == queued);
+            ++queued;
+            CHECK(co_await wait_children(plain, path, queued) == queued);
         }
         mutex mc{c, path};
         auto [toec, tol] = co_await mc.async_acquire(300ms, tuple);
