@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -51,10 +52,15 @@ using zklock::error_code;
 
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 
-template <class... Args> void say(const char* format, Args... args)
+/// A line on stderr, "zklock: " and printf's FORMAT. (C variadic, not a template: the compilers
+/// check each call's arguments against its format.)
+[[gnu::format(printf, 1, 2)]] void say(const char* format, ...)
 {
-    std::fprintf(stderr, "zklock: ");
-    std::fprintf(stderr, format, args...);
+    std::fputs("zklock: ", stderr);
+    std::va_list args;
+    va_start(args, format);
+    std::vfprintf(stderr, format, args);
+    va_end(args);
     std::fputc('\n', stderr);
 }
 
