@@ -63,7 +63,7 @@ struct fleet_record {
 class instance {
 public:
     instance(asio::any_io_executor ex, const settings& cfg, int id, fleet_record& rec)
-        : zk_(ex, config_from_env()), cfg_(cfg), name_("instance-" + std::to_string(id)), id_(id), rec_(rec)
+        : zk_(ex, config_from_env()), cfg_(cfg), name_("instance-" + std::to_string(id)), rec_(rec)
     {
     }
 
@@ -142,7 +142,6 @@ private:
     zklock::session zk_;
     const settings& cfg_;
     std::string name_;
-    int id_;
     fleet_record& rec_;
     bool leading_ = false;
 };
