@@ -104,8 +104,8 @@ std::optional<host_port> parse_host_port(std::string_view hp) noexcept
     if (colon == std::string_view::npos || colon == 0 || colon + 1 == hp.size()) return std::nullopt;
     const std::string_view host = hp.substr(0, colon);
     const std::string_view port = hp.substr(colon + 1);
-    for (unsigned char c : host)
-        if (c <= 0x20 || c == 0x7f) return std::nullopt;
+    for (const char c : host)
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return std::nullopt;
     if (host.front() == '[') {
         if (host.back() != ']' || host.size() < 3) return std::nullopt;
         std::string_view address = host.substr(1, host.size() - 2);
@@ -161,7 +161,7 @@ std::string node_prefix(const recipe& r, std::uint64_t id, std::size_t marker)
     static constexpr char hex[] = "0123456789abcdef";
     std::string s(19, '-');
     s[0] = kind_letter(r.kind);
-    for (int i = 0; i < 16; ++i) s[2 + i] = hex[(id >> (60 - 4 * i)) & 0xf];
+    for (std::size_t i = 0; i < 16; ++i) s[2 + i] = hex[(id >> (60 - 4 * i)) & 0xf];
     if (!r.markers.empty()) s.append(r.markers[marker < r.markers.size() ? marker : 0]);
     return s;
 }
@@ -203,8 +203,8 @@ std::optional<queue_view> parse_zklock(std::string_view child) noexcept
     if (!letter) return std::nullopt;
     const node_kind kind = *letter;
     std::uint64_t id = 0;
-    for (int i = 2; i < 18; ++i) {
-        char c = child[i];
+    for (std::size_t i = 2; i < 18; ++i) {
+        const char c = child[i];
         unsigned d;
         if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
         else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
@@ -293,7 +293,8 @@ std::uint64_t new_attempt_id()
         }
         // Last resort: the pid, the clock and a counter through SplitMix64 (fork-safe by the pid).
         static std::atomic<std::uint64_t> counter{0};
-        std::uint64_t z = static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ULL ^
+        const auto pid = static_cast<std::uint64_t>(::getpid());
+        std::uint64_t z = pid * 0x9e3779b97f4a7c15ULL ^
                           static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
                           (counter.fetch_add(1) << 48);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
