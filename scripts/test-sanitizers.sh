@@ -117,7 +117,10 @@ if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
     configure "$zk39" -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_BUILD_EXAMPLES=OFF \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" &&
     grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$zk39/CMakeCache.txt" &&
-    cmake --build "$zk39" -j "$jobs" --target zklock_unit_tests zklock_integration_tests zklock_fault_tests >&2; then
+    # The fuzz replay drivers too: they are "unit" tests, and ctest fails a test whose program was
+    # not built.
+    cmake --build "$zk39" -j "$jobs" --target zklock_unit_tests zklock_integration_tests zklock_fault_tests \
+        zklock_fuzz_path_replay zklock_fuzz_fsm_replay >&2; then
     step "Debian 13's C client: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$zk39/CMakeCache.txt"), running the suites"
     run zk39 bash -c "cd '$zk39' && ctest --output-on-failure -j $test_jobs --timeout 600 -L 'unit|integration|fault' -LE 'soak|cmake|bench'" ||
         ctest_digest zk39 "$zk39"
