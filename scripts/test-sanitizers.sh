@@ -4,8 +4,9 @@
 #   2. the whole suite built with ASan + UBSan, LeakSanitizer on       (build-asan);
 #   3. the tests that run an io_context on several threads, under TSan, three times (build-tsan);
 #   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz);
-#   5. the unit, integration and fault suites built against Debian 13's C client (3.9.3, fetched
-#      and unpacked by scripts/fetch-zk-client.sh, not installed)      (build-zk39).
+#   5. the unit, integration and fault suites built with Clang 16 (clang-16, -Werror for the
+#      library and the tool) against Debian 13's C client (3.9.3, fetched and unpacked by
+#      scripts/fetch-zk-client.sh, not installed)                       (build-zk39).
 # About 20 minutes on 2 cores from scratch. Every step runs even if an earlier one failed; the
 # script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR,
 # ZK39_BUILD_DIR (its work directory, with the client, is ZK39_WORK_DIR); the fuzz
@@ -109,19 +110,22 @@ else
     failed+=("fuzz build")
 fi
 
-step "Debian 13's C client: fetching it, building the suite against it in $zk39"
-# -O1 -g1 as for ASan: the build takes about half the time. A fresh cache each time: the client's
-# paths are cached, and one configured for another prefix would keep them.
-rm -f "$zk39/CMakeCache.txt"
+step "Debian 13's C client and Clang 16: fetching it, building the suite against it in $zk39"
+# One build for two things: the other compiler (the rest of the run is GCC's; the library and the
+# tool must build there without a warning, hence ZKLOCK_WERROR) and the other C client.
+# -O1 -g1 as for ASan: the build takes about half the time. A fresh cache each time (--fresh): the
+# client's paths are cached, and one configured for another prefix would keep them; so would the
+# compiler of a build directory made before this step used Clang.
 if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
-    configure "$zk39" -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_BUILD_EXAMPLES=OFF \
+    configure "$zk39" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
+        -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_TOOLS=ON \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" &&
     grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$zk39/CMakeCache.txt" &&
     # The fuzz replay drivers too: they are "unit" tests, and ctest fails a test whose program was
-    # not built.
+    # not built. The tool is only built (-Werror on Clang; its tests run in the GCC build).
     cmake --build "$zk39" -j "$jobs" --target zklock_unit_tests zklock_integration_tests zklock_fault_tests \
-        zklock_fuzz_path_replay zklock_fuzz_fsm_replay >&2; then
-    step "Debian 13's C client: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$zk39/CMakeCache.txt"), running the suites"
+        zklock_fuzz_path_replay zklock_fuzz_fsm_replay zklock_cli >&2; then
+    step "Debian 13's C client and Clang 16: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$zk39/CMakeCache.txt"), running the suites"
     run zk39 bash -c "cd '$zk39' && ctest --output-on-failure -j $test_jobs --timeout 600 -L 'unit|integration|fault' -LE 'soak|cmake|bench'" ||
         ctest_digest zk39 "$zk39"
 else
