@@ -8,10 +8,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bash "$here/scripts/install-deps.sh" --test
-# Every target, whatever an earlier configure of this build dir turned off (the cache keeps it).
+# Every target, whatever an earlier configure of this build dir turned off (the cache keeps it);
+# the library and the tool with -Werror (ZKLOCK_WERROR), so that they stay warning-free.
 echo "test: building everything in ${BUILD_DIR:-$here/build}" >&2
 TARGETS='' bash "$here/scripts/build.sh" -DZKLOCK_BUILD_TESTS=ON -DZKLOCK_BUILD_EXAMPLES=ON \
-  -DZKLOCK_BUILD_BENCH=ON -DZKLOCK_BUILD_TOOLS=ON >&2
+  -DZKLOCK_BUILD_BENCH=ON -DZKLOCK_BUILD_TOOLS=ON -DZKLOCK_WERROR=ON >&2
 cd "${BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 600 -LE soak
 # The API reference: fails the run on any doxygen warning (an undocumented public name).
