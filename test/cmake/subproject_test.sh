@@ -55,12 +55,12 @@ entries = json.load(open(sys.argv[1]))
 consumer = [e for e in entries if e["file"].endswith("consumer/main.cpp")]
 library = [e for e in entries if "/src/" in e["file"] and e["file"].endswith(".cpp")]
 ok = bool(consumer) and bool(library)
-for e in consumer:
+# Neither has BOOST_ASIO_NO_DEPRECATED: zklock imposes it on no one, and takes it for none of its
+# own files, whose Asio functions would then not be the consumer's under the same names (see
+# CMakeLists.txt).
+for e in consumer + library:
     if "BOOST_ASIO_NO_DEPRECATED" in e["command"]:
-        print("the consumer is compiled with BOOST_ASIO_NO_DEPRECATED:", e["command"]); ok = False
-for e in library:
-    if "BOOST_ASIO_NO_DEPRECATED" not in e["command"]:
-        print("zklock's own", e["file"], "is compiled without BOOST_ASIO_NO_DEPRECATED"); ok = False
+        print(e["file"], "is compiled with BOOST_ASIO_NO_DEPRECATED:", e["command"]); ok = False
 sys.exit(0 if ok else 1)
 PY
 echo "zklock as a subproject ($how): ok"
