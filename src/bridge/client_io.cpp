@@ -184,15 +184,18 @@ void client_channel::encrypt_held()
 void client_channel::after_tls()
 {
     tls_->take_output(out_);
+    if (tls_->error() && error_ == 0) error_ = ECONNRESET;  // the C client sees its connection fail
     if (tls_reported_) return;
+    // The handshake passed once the server's first plaintext came: with TLS 1.3 the server judges
+    // the client's certificate after the client's side of the handshake is done, and its refusal
+    // is then the first thing read.
     if (tls_->error() && !tls_->heard()) {
         tls_outcome_ = tls_outcome{tls_->error(), tls_->certain(), tls_peer_};
         tls_reported_ = true;
-    } else if (tls_->handshake_done() && !tls_->error()) {
+    } else if (tls_->heard() && !tls_->error()) {
         tls_outcome_ = tls_outcome{{}, false, tls_peer_};
         tls_reported_ = true;
     }
-    if (tls_->error() && error_ == 0) error_ = ECONNRESET;  // the C client sees its connection fail
 }
 
 void client_channel::buffer_reads(bool on) { reading_ = on; }
