@@ -10,13 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ -n "${ZK_SERVERS:-}" ] || { echo "ZK_SERVERS is not set (run under with_zookeeper)" >&2; exit 2; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-quiet() {  # runs a command, printing its output only when it fails
-    local out
-    if ! out=$("$@" 2>&1); then
-        printf 'failed: %s\n%s\n' "$*" "$out" >&2
-        return 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 ran=0
 check() {  # check NAME PROGRAM: runs it, fails the test with its output if it fails
     local out

@@ -6,13 +6,7 @@ build_dir=$1
 src_dir=$(cd "$(dirname "$0")" && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-quiet() {  # runs a command, printing its output only when it fails
-    local out
-    if ! out=$("$@" 2>&1); then
-        printf 'failed: %s\n%s\n' "$*" "$out" >&2
-        return 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 quiet cmake --install "$build_dir" --prefix "$stage/prefix"
 quiet cmake -S "$src_dir/consumer" -B "$stage/build" -G Ninja -DCMAKE_PREFIX_PATH="$stage/prefix"
 quiet cmake --build "$stage/build"

@@ -12,13 +12,7 @@ src=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "zklock as a subproject ($how): $*" >&2; exit 1; }
-quiet() {  # runs a command, printing its output only when it fails
-    local out
-    if ! out=$("$@" 2>&1); then
-        printf 'failed: %s\n%s\n' "$*" "$out" >&2
-        return 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 build=$work/build
 # No CMAKE_BUILD_TYPE: that is the parent's to choose (and an unoptimised build is quick).
 shared=OFF
