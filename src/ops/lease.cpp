@@ -270,15 +270,10 @@ public:
 
     void start()
     {
-        // A mark is read only by a waiter that knows of a long queue (acquire_fsm::min_queue_for_mark);
-        // in a short one (by the latest listing of the lock path this session saw) the plain
-        // delete is the cheaper write. Half the threshold: a waiter's listing may be newer than
-        // ours. A waiter that finds no mark lists, so this is about cost, never about safety.
-        if (!mark_dir_.empty()) {
-            // 0: the session does not remember this path's queue (it keeps a few): mark, as before.
-            const std::size_t hint = s_->extension<queue_hints>().hint(mark_dir_);
-            if (hint != 0 && hint < acquire_fsm::min_queue_for_mark / 2) mark_dir_.clear();
-        }
+        // By the latest listing of the lock path this session saw (0: it does not remember the
+        // path's queue, it keeps a few).
+        if (!mark_dir_.empty() && !acquire_fsm::release_writes_mark(s_->extension<queue_hints>().hint(mark_dir_)))
+            mark_dir_.clear();
         if (mark_dir_.empty()) {
             s_->remove(node_, -1, [self = shared_from_this()](error_code ec) { self->on_removed(ec); });
             return;

@@ -391,6 +391,15 @@ acquire_fsm::action acquire_fsm::stat_candidate()
     return {ak::stat_node, own_, {}, {}};
 }
 
+acquire_fsm::action acquire_fsm::grant(grant_basis basis, bool listed_successor)
+{
+    by_listing_ = basis == grant_basis::listing;
+    listed_successor_ = by_listing_ && listed_successor;
+    fast_ = !by_listing_;
+    marked_ = basis == grant_basis::handoff_mark;
+    return finish({});
+}
+
 acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool arming)
 {
     const std::string_view own_name = base_name(own_);
@@ -408,10 +417,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
     if (r.recipe_mismatch) {
         a = fail(errc::recipe_mismatch);
     } else if (r.acquired) {
-        fast_ = marked_ = false;
-        by_listing_ = true;
-        listed_successor_ = r.has_successor;
-        a = finish({});
+        a = grant(grant_basis::listing, r.has_successor);
     } else if (try_only_) {
         abort_ = errc::would_block;
         a = remove();
@@ -533,9 +539,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, std::string_view da
             own_watched_ = true;
             return watch();
         }
-        fast_ = true;
-        marked_ = by_listing_ = false;
-        return finish({});
+        return grant(grant_basis::downgrade_mark);
     }
     if (!ec) return wait_event();
     if (ec == zk_errc::no_node) return list();  // it went before we could watch it: look again
@@ -562,9 +566,7 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
     if (deleted && watched_clear_) {
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
-        fast_ = true;
-        marked_ = by_listing_ = false;
-        return finish({});
+        return grant(grant_basis::head_deleted);
     }
     if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
     if (watched_markable_ && std::max(queue_hint, listed_size_) >= min_queue_for_mark) {
@@ -618,9 +620,7 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
             }
             if (watch_gone_ && own_confirmed_ && data == handoff_mark(base_name(watched_))) {
                 // The node we wait on left as the head (its deletion event came before this reply).
-                fast_ = marked_ = true;
-                by_listing_ = false;
-                return finish({});
+                return grant(grant_basis::handoff_mark);
             }
         }
         if (auto a = retry_or_lost(ec, state::listing)) return *a;
@@ -640,11 +640,7 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
         // The mark names the node we watched (whose deletion we saw; both reads were sent after
         // it, and our own node still exists), and it was written in the transaction of the path's
         // last child change: that node's release as the head. Everything up to it is gone.
-        if (mzxid == pzxid && data == handoff_mark(base_name(watched_))) {
-            fast_ = marked_ = true;
-            by_listing_ = false;
-            return finish({});
-        }
+        if (mzxid == pzxid && data == handoff_mark(base_name(watched_))) return grant(grant_basis::handoff_mark);
         return list();
     }
     if (auto a = retry_or_lost(ec, state::listing)) return *a;

@@ -260,6 +260,15 @@ public:
     /// with the queue, and a mark read that fails (a child change came between) a listing more.
     /// Measured on loopback (bench C64): with 64 nodes listing again is the cheaper for the server.
     static constexpr std::size_t min_queue_for_mark = 256;
+    /// Whether a holder's release writes the handoff mark (mark_on_release) when its session's
+    /// latest listing of the path had `queue_hint` children (0: unknown). Only waiters that know of
+    /// a queue of min_queue_for_mark read a mark; in a short queue the plain delete is the cheaper
+    /// write. Half the threshold: a waiter's listing may be newer than the holder's. A waiter that
+    /// finds no mark lists, so this is about cost, never about safety.
+    static constexpr bool release_writes_mark(std::size_t queue_hint) noexcept
+    {
+        return queue_hint == 0 || queue_hint >= min_queue_for_mark / 2;
+    }
     /// Look-ahead (an exclusive waiter also watches the node before the one it waits on, and
     /// learns ahead of time that its predecessor became the head) only in queues no longer than
     /// this: it costs every waiter a second watch, and in a longer queue the handoff mark already
@@ -298,6 +307,16 @@ private:
     /// error), or end as the session did (expired, closing); nullopt for any other error, which
     /// the caller's state decides.
     std::optional<action> retry_or_lost(const error_code& ec, state resume);
+    /// What told a waiter that its node holds.
+    enum class grant_basis : std::uint8_t {
+        listing,         ///< a listing, by the policy's rule (evaluate): nothing before it blocks it
+        head_deleted,    ///< the node it waited on was the head (or the last blocker), and is gone
+        downgrade_mark,  ///< the writer it waited on now holds a read lock (shared waiters)
+        handoff_mark,    ///< the node it waited on left as the head, with a handoff mark
+    };
+    /// The one place a grant is made: every path that finds our node holding ends here.
+    /// `listed_successor`: with grant_basis::listing, whether that listing showed a node after ours.
+    action grant(grant_basis basis, bool listed_successor = false);
     action evaluate_queue(const listing& children, bool arming = false);
     action wait_event();  // waiting, with the look-ahead watch if there is one
     action find_own(const listing& children);
