@@ -15,7 +15,7 @@
 // reads and writes plaintext, the server sees TLS from the first byte.
 #pragma once
 
-#include "bridge/handler_util.hpp"
+#include "core/handler_util.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 

@@ -1,6 +1,6 @@
 // The public zklock::session, and the type-erased entry points behind its templates: each holds
 // the user's handler (stored_handler: work guard, associated executor, cancellation slot) and
-// calls session_impl.
+// calls session_impl (a session is held as its port, whose only implementation is session_impl).
 #include "bridge/session_impl.hpp"
 
 #include <zklock/session.hpp>
@@ -41,6 +41,8 @@ namespace zklock::detail {
 
 namespace {
 
+session_impl& bridge_of(zk_port& p) noexcept { return static_cast<session_impl&>(p); }
+
 template <class... Args> std::shared_ptr<stored_handler<Args...>> store(handler<Args...> h, const session_ptr& s)
 {
     return std::make_shared<stored_handler<Args...>>(std::move(h), s->executor());
@@ -51,24 +53,24 @@ template <class... Args> std::shared_ptr<stored_handler<Args...>> store(handler<
 void initiate_connect(session_ptr s, handler<error_code> h)
 {
     auto sh = store(std::move(h), s);
-    const std::uint64_t id = s->connect([sh](error_code ec) { sh->complete(ec); });
+    const std::uint64_t id = bridge_of(*s).connect([sh](error_code ec) { sh->complete(ec); });
     if (id != 0)  // waiting: a cancellation ends this wait, and the attempt if it was the last
         on_cancellation(*sh, s->executor(), [weak = std::weak_ptr(s), id] {
-            if (auto si = weak.lock()) si->cancel_connect(id);
+            if (auto si = weak.lock()) bridge_of(*si).cancel_connect(id);
         });
 }
 
 void initiate_close(session_ptr s, handler<error_code> h)
 {
     auto sh = store(std::move(h), s);
-    s->close([sh](error_code ec) { sh->complete(ec); });
+    bridge_of(*s).close([sh](error_code ec) { sh->complete(ec); });
 }
 
 void initiate_wait_state(session_ptr s, handler<error_code, session_state> h)
 {
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
-    s->wait_state_change([sh](error_code ec, session_state st) {
+    bridge_of(*s).wait_state_change([sh](error_code ec, session_state st) {
         if (*sh) sh->complete(ec, st);
     });
 }
@@ -207,7 +209,7 @@ session::session(executor_type ex, const session_config& config)
 session& session::operator=(session&& other) noexcept
 {
     if (this != &other) {
-        if (impl_) impl_->close([](error_code) {});  // never blocks: see session_impl::close
+        if (impl_) detail::bridge_of(*impl_).close([](error_code) {});  // never blocks: see session_impl::close
         impl_ = std::move(other.impl_);
     }
     return *this;
@@ -215,16 +217,16 @@ session& session::operator=(session&& other) noexcept
 
 session::~session()
 {
-    if (impl_) impl_->close([](error_code) {});  // never blocks: see session_impl::close
+    if (impl_) detail::bridge_of(*impl_).close([](error_code) {});  // never blocks: see session_impl::close
 }
 
 session::executor_type session::get_executor() const noexcept { return impl_->executor(); }
-const session_config& session::config() const noexcept { return impl_->config(); }
+const session_config& session::config() const noexcept { return detail::bridge_of(*impl_).config(); }
 session_state session::state() const noexcept { return impl_->state(); }
 std::int64_t session::session_id() const noexcept { return impl_->session_id(); }
-std::chrono::milliseconds session::negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
+std::chrono::milliseconds session::negotiated_timeout() const noexcept { return detail::bridge_of(*impl_).negotiated_timeout(); }
 std::uint64_t session::generation() const noexcept { return impl_->generation(); }
 metrics_snapshot session::metrics() const { return impl_->metrics().snapshot(); }
-error_code session::set_servers(std::string servers) { return impl_->set_servers(std::move(servers)); }
+error_code session::set_servers(std::string servers) { return detail::bridge_of(*impl_).set_servers(std::move(servers)); }
 
 }  // namespace zklock

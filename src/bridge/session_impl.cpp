@@ -3,10 +3,10 @@
 #include "bridge/session_impl.hpp"
 
 #include "bridge/close_service.hpp"
-#include "bridge/deadline.hpp"
+#include "core/deadline.hpp"
 #include "bridge/tls_context.hpp"
 
-#include <zklock/detail/path.hpp>
+#include <zklock/detail/zk_path.hpp>
 #include <zklock/detail/server_list.hpp>
 
 #include <boost/asio/execution/context.hpp>
@@ -58,6 +58,8 @@ session_impl::~session_impl()
         const log_scope scope(log_.get());
         zookeeper_close(std::exchange(zh_, nullptr));
     }
+    // What the operations keep per session goes while everything of the session is still there.
+    drop_extensions();
 }
 
 void session_impl::enqueue(std::unique_ptr<c_event> e)
@@ -528,11 +530,6 @@ zhandle_t* session_impl::shut_down(graveyard& g)
     }
     completed_.clear();
     completed_bytes_ = 0;
-    for (auto& [dir, b] : open_listings_) {  // (the posted send_listing holds the batch: Asio destroys that)
-        for (auto& w : b->waiters) g.bury(std::move(w));
-        b->waiters.clear();
-    }
-    open_listings_.clear();
     watches_.abandon(g);
     auto observers = observers_;
     for (auto& w : observers)
@@ -620,17 +617,6 @@ template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc, r
     refuse(std::move(r), (rc == ZINVALIDSTATE && state() != session_state::connected) ? no_handle_error() : make_zk_error(rc));
 }
 
-error_code session_impl::check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops) const noexcept
-{
-    // Request header (xid, type: 8), length prefixes, the ACL (world:anyone or auth: < 48), flags,
-    // and per multi op its header: generous, so a request we pass is never one the server drops.
-    constexpr std::size_t framing = 128, per_op = 64;
-    const std::size_t limit = cfg_.max_request_bytes;
-    if (path_bytes > limit || data_bytes > limit || ops > limit / per_op) return errc::request_too_large;
-    if (path_bytes + data_bytes + framing + ops * per_op > limit) return errc::request_too_large;
-    return {};
-}
-
 namespace {
 
 template <class Req> std::unique_ptr<Req> make_req(session_impl* s, auto cb)
@@ -678,13 +664,6 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     const log_scope scope(log_.get());
     const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
     submit(std::move(r), rc, request_type::exists);
-}
-
-void session_impl::check_chroot(void_cb cb)
-{
-    exists("/", nullptr, [cb = std::move(cb)](error_code ec, std::optional<zklock::stat> st) mutable {
-        cb(ec ? ec : st ? error_code{} : error_code(errc::chroot_missing));
-    });
 }
 
 void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb)
@@ -780,78 +759,14 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     submit(std::move(r), rc, request_type::multi);
 }
 
-void session_impl::list_queue(const std::string& dir, listing_cb cb)
+void session_impl::list_children(const std::string& path, names_cb cb)
 {
-    if (auto it = open_listings_.find(dir); it != open_listings_.end()) {
-        it->second->waiters.push_back(std::move(cb));
-        return;
-    }
-    auto b = std::make_shared<listing_batch>();
-    b->dir = dir;
-    b->waiters.push_back(std::move(cb));
-    // Nothing of this path in flight (an uncontended acquire): at once, right behind the create.
-    // Else the listing waits for the handlers already queued, which may ask for it too.
-    if (!listings_in_flight_.contains(dir)) return send_listing(b);
-    open_listings_.emplace(dir, b);
-    asio::post(ex_, [self = shared_from_this(), b] { self->send_listing(b); });
-}
-
-void session_impl::send_listing(const std::shared_ptr<listing_batch>& b)
-{
-    if (auto it = open_listings_.find(b->dir); it != open_listings_.end() && it->second == b) open_listings_.erase(it);
-    ++listings_in_flight_[b->dir];
-    auto r = make_req<listing_req>(this, [self = shared_from_this(), b](error_code ec, std::shared_ptr<const listing> l) {
-        auto& f = self->listings_in_flight_;
-        if (auto it = f.find(b->dir); it != f.end() && --it->second == 0) f.erase(it);
-        if (!ec) self->metrics_.listing(l->children());
-        for (auto& w : b->waiters) w(ec, l);
-    });
+    auto r = make_req<names_req>(this, std::move(cb));
     if (!zh_) return refuse(std::move(r), no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
-    const int rc = zoo_aget_children(zh_, b->dir.c_str(), 0, &on_listing, r.get());
+    const int rc = zoo_aget_children(zh_, path.c_str(), 0, &on_names, r.get());
     submit(std::move(r), rc, request_type::get_children);
-}
-
-std::size_t session_impl::next_extension_id() noexcept
-{
-    static std::atomic<std::size_t> next{0};
-    return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-namespace {
-
-// Creates `dir` as a container; if its parent is missing, the parent first (the same way), then
-// `dir` again. Bottom-up, so that a lock under an existing parent costs one create, not one per
-// path component. `attempts` bounds the retries when a parent vanishes again (the server's
-// container cleanup) between its creation and ours.
-void create_container_up(const session_ptr& s, std::string dir, int attempts, void_cb cb)
-{
-    s->create(dir, {}, create_mode::container,
-              [s, dir, attempts, cb = std::move(cb)](error_code ec, std::string, zklock::stat) mutable {
-                  if (!ec || ec == zk_errc::node_exists) return cb({});
-                  if (ec != zk_errc::no_node) return cb(ec);
-                  const std::size_t slash = dir.rfind('/');
-                  // The first component's parent is "/", which always exists, unless "/" is a
-                  // chroot (the server list's "/app", prefixed by the C client) that does not.
-                  if (slash == 0 || slash == std::string::npos) return cb(errc::chroot_missing);
-                  if (attempts <= 0) return cb(ec);
-                  std::string parent = dir.substr(0, slash);
-                  create_container_up(s, std::move(parent), attempts - 1,
-                                      [s, dir = std::move(dir), attempts, cb = std::move(cb)](error_code pec) mutable {
-                                          if (pec) return cb(pec);
-                                          create_container_up(s, std::move(dir), attempts - 1, std::move(cb));
-                                      });
-              });
-}
-
-}  // namespace
-
-void session_impl::create_containers(const std::string& dir, void_cb cb)
-{
-    // Every component may need a create and a retry; a few more for parents removed meanwhile.
-    const auto depth = static_cast<int>(std::count(dir.begin(), dir.end(), '/'));
-    create_container_up(shared_from_this(), dir, 2 * depth + 4, std::move(cb));
 }
 
 }  // namespace zklock::detail

@@ -20,17 +20,15 @@
 //    code and no recipe step ever runs inside the C client.
 //  * After every request sent and every event, interest is asked again.
 //
-// Everything here runs on the session's executor. Whatever must hear of the session's state
-// (leases) subscribes as a session_observer: the bridge knows nothing of the recipes.
+// Everything here runs on the session's executor. session_impl is the port (port/zk_port.hpp) the
+// operations talk to: the bridge knows nothing of the recipes.
 #pragma once
 
-#include "bridge/log_sink.hpp"
-#include "bridge/handler_util.hpp"
-#include "bridge/metrics_state.hpp"
 #include "bridge/session_fsm.hpp"
 #include "bridge/watch_table.hpp"
 #include "bridge/client_io.hpp"
 #include "bridge/zk_requests.hpp"
+#include "port/zk_port.hpp"
 
 #include <zklock/config.hpp>
 #include <zklock/detail/unique_function.hpp>
@@ -59,50 +57,41 @@ namespace zklock::detail {
 class close_service;
 class tls_context;
 
-/// Told of the session's state changes, on the session's executor.
-class session_observer {
+class session_impl final : public zk_port, public std::enable_shared_from_this<session_impl> {
 public:
-    virtual void on_session_state(session_state st, std::uint64_t generation) = 0;
-    /// Cut off for (nearly) the session timeout: the server has presumably expired the session.
-    virtual void on_presumed_expired() = 0;
-    /// The execution context shuts down: every handler and callback held is buried, none called.
-    virtual void on_shutdown(graveyard& g) = 0;
-
-protected:
-    ~session_observer() = default;
-};
-
-class session_impl : public std::enable_shared_from_this<session_impl> {
-public:
-    using clock = std::chrono::steady_clock;
-
     session_impl(asio::any_io_executor ex, session_config cfg);
-    ~session_impl();
+    ~session_impl() override;
 
-    const asio::any_io_executor& executor() const noexcept { return ex_; }
+    // zk_port
+    const asio::any_io_executor& executor() const noexcept override { return ex_; }
+    session_state state() const noexcept override { return fsm_.state(); }
+    std::uint64_t generation() const noexcept override { return fsm_.generation(); }
+    std::uint64_t connections() const noexcept override { return connections_; }
+    std::int64_t session_id() const noexcept override { return fsm_.session_id(); }
+    /// A third of the session timeout, when an engaged session starts to doubt its server
+    /// (session_fsm).
+    clock::duration answer_deadline() const noexcept override { return fsm_.answer_deadline(); }
+    std::size_t max_request_bytes() const noexcept override { return cfg_.max_request_bytes; }
+    const log_sink& log() const noexcept override { return *log_; }
+    void wait_connected(std::uint64_t generation, void_cb cb) override;
+    void subscribe(std::weak_ptr<session_observer> o) override;
+    // Requests. The callback runs on the session executor, after zookeeper_process returned.
+    void create(const std::string& path, std::string_view data, create_mode mode, create_cb cb) override;
+    void remove(const std::string& path, std::int32_t version, void_cb cb) override;
+    void exists(const std::string& path, std::shared_ptr<watch_state> w, stat_cb cb) override;
+    void get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb) override;
+    void set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb) override;
+    void get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb) override;
+    void list_children(const std::string& path, names_cb cb) override;
+    void multi(const std::vector<multi_op>& ops, multi_cb cb) override;
+
     const session_config& config() const noexcept { return cfg_; }
-    session_state state() const noexcept { return fsm_.state(); }
-    std::uint64_t generation() const noexcept { return fsm_.generation(); }
-    /// How many times the session became connected (the first connect included). After a
-    /// reconnect the server replays the events of the watches it missed in the order of the
-    /// client's watch list, not of the changes: an order between two watches' events that held
-    /// before does not hold across a change of this number.
-    std::uint64_t connections() const noexcept { return connections_; }
-    std::int64_t session_id() const noexcept { return fsm_.session_id(); }
     std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }
-    /// The deadline of an operation that has none of its own (a try-acquire): a third of the
-    /// session timeout, when an engaged session starts to doubt its server (session_fsm).
-    clock::duration answer_deadline() const noexcept { return fsm_.answer_deadline(); }
-    /// Whether a node's ephemeralOwner is this session (as it is now).
-    bool owns(const zklock::stat& st) const noexcept { return st.ephemeral_owner != 0 && st.ephemeral_owner == session_id(); }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }
     /// The ACL of the nodes the session creates: with digest auth, the creator's alone; with a
     /// TLS client certificate (its x509 identity), the creator's, and reading for anyone; else
     /// open.
     const ACL_vector* node_acl() const noexcept;
-    /// errc::request_too_large if a request with this much path and data would exceed
-    /// config().max_request_bytes (with ZooKeeper's framing: header, ACL, flags).
-    error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
 
     /// Completes once connected (posted if that is known now). Returns an id for cancel_connect,
     /// 0 if the outcome was known at once.
@@ -121,63 +110,13 @@ public:
 
     /// Completes at the next state change.
     void wait_state_change(unique_function<void(error_code, session_state)> cb);
-    /// Completes (posted) once connected within ZooKeeper session `generation` (0: any); with
-    /// errc::session_expired if that session is gone, errc::session_closed after close.
-    void wait_connected(std::uint64_t generation, void_cb cb);
 
-    // Requests. The callback runs on the session executor, after zookeeper_process returned.
-    // Data watches (watch = true) are registered only when the read succeeds.
-    void create(const std::string& path, std::string_view data, create_mode mode, create_cb cb);
-    void remove(const std::string& path, std::int32_t version, void_cb cb);
-    void exists(const std::string& path, std::shared_ptr<watch_state> w, stat_cb cb);
-    void get_data(const std::string& path, std::shared_ptr<watch_state> w, data_cb cb);
-    void set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb);
-    void get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb);
-    void multi(const std::vector<multi_op>& ops, multi_cb cb);
-    /// Lists `dir` as a queue (see listing.hpp). Coalesced: with no listing of `dir` in flight it
-    /// is sent at once; else from a handler posted by the first caller, and every list_queue of
-    /// `dir` called before it is sent shares it.
-    /// ZooKeeper runs one session's requests in order, so the listing contains every node this
-    /// session created before any of them called: an acquire calls it right after its create,
-    /// and a burst of acquires on one path costs one listing, not one each.
-    void list_queue(const std::string& dir, listing_cb cb);
-    /// Creates `dir` and whichever of its parents are missing as container nodes (the server
-    /// removes them again once they have had children and are empty); existing ones are fine.
-    /// `dir` first: a lock under an existing parent costs one request.
-    void create_containers(const std::string& dir, void_cb cb);
-    /// A path was not there: was it the chroot? Under a chroot "/" is the chroot's node (without
-    /// one it always exists), so one exists("/") tells. `cb` gets errc::chroot_missing if so,
-    /// nothing if the chroot exists, or the request's error.
-    void check_chroot(void_cb cb);
     /// Reads the ensemble's dynamic configuration (/zookeeper/config, whatever the chroot), as
     /// get_data does.
     void get_config(std::shared_ptr<watch_state> w, data_cb cb);
 
     /// session::set_servers (session_servers.cpp).
     error_code set_servers(std::string servers);
-
-    /// What this session counts (zklock/metrics.hpp); the recipes and the bridge report to it.
-    metrics_state& metrics() noexcept { return metrics_; }
-    /// This session's log (session_config::logger).
-    const log_sink& log() const noexcept { return *log_; }
-    const metrics_state& metrics() const noexcept { return metrics_; }
-
-    std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(ex_); }
-
-    /// `o` hears of every state change from now on, for as long as it lives.
-    void subscribe(std::weak_ptr<session_observer> o);
-
-    /// State that a layer above the bridge keeps per session (cohort mode's local queues, the
-    /// queue-size hints of the acquires): one object per type T, made by T's default constructor
-    /// on first use and destroyed with the session. The bridge knows none of them.
-    template <class T> T& extension()
-    {
-        const std::size_t id = extension_id<T>();
-        if (id >= extensions_.size()) extensions_.resize(id + 1);
-        auto& slot = extensions_[id];
-        if (!slot) slot = std::make_shared<T>();
-        return *static_cast<T*>(slot.get());
-    }
 
     // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
@@ -326,19 +265,10 @@ private:
     watch_table watches_;
     std::vector<std::weak_ptr<session_observer>> observers_;
     std::size_t observers_prune_at_ = 64;  // subscribe() drops expired observers at this size
-    struct listing_batch {
-        std::string dir;
-        std::vector<listing_cb> waiters;
-    };
-    // By path: a session may list thousands of lock paths at once (one lock per resource).
-    std::unordered_map<std::string, std::shared_ptr<listing_batch>> open_listings_;  // not sent yet
-    std::unordered_map<std::string, std::size_t> listings_in_flight_;  // sent, not answered, per path
-    void send_listing(const std::shared_ptr<listing_batch>& b);
     bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect
     std::uint64_t connections_ = 0;  // see connections()
-    metrics_state metrics_;
 
     // TLS (session_config::tls): the context, made by the first start_handle and kept across
     // handles; the channel runs each connection's TLS (client_io.hpp).
@@ -368,14 +298,6 @@ private:
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).
     close_service& closer_;
-
-    static std::size_t next_extension_id() noexcept;
-    template <class T> static std::size_t extension_id() noexcept
-    {
-        static const std::size_t id = next_extension_id();
-        return id;
-    }
-    std::vector<std::shared_ptr<void>> extensions_;  // see extension(), by extension_id
 };
 
 }  // namespace zklock::detail

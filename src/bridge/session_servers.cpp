@@ -19,7 +19,7 @@
 
 #include "bridge/tls_context.hpp"
 
-#include <zklock/detail/path.hpp>
+#include <zklock/detail/zk_path.hpp>
 #include <zklock/detail/server_list.hpp>
 
 #include <arpa/inet.h>

@@ -5,7 +5,7 @@
 // tls_engine.hpp), on the C client's own socket.
 #pragma once
 
-#include "bridge/handler_util.hpp"
+#include "core/handler_util.hpp"
 
 #include <zklock/config.hpp>
 

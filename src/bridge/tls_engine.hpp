@@ -4,7 +4,7 @@
 // first byte the C client sends (its ConnectRequest, which carries the session password).
 #pragma once
 
-#include "bridge/handler_util.hpp"
+#include "core/handler_util.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 

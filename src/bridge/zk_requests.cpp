@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "bridge/log_sink.hpp"
+#include "core/log_sink.hpp"
 #include "bridge/session_impl.hpp"
 
 #include <algorithm>
@@ -231,17 +231,21 @@ void on_children(int rc, const struct String_vector* sv, const void* data)
     deliver(r);
 }
 
-void on_listing(int rc, const struct String_vector* sv, const void* data)
+void on_names(int rc, const struct String_vector* sv, const void* data)
 {
-    auto* r = from<listing_req>(data);
+    auto* r = from<names_req>(data);
     r->ec = reply_error(rc);
     if (rc == ZOK && sv) {
         const auto n = static_cast<std::size_t>(sv->count);
         std::size_t bytes = 0;
         for (std::size_t i = 0; i < n; ++i) bytes += std::strlen(sv->data[i]);
-        r->result->reserve(n, bytes);
-        for (std::size_t i = 0; i < n; ++i) r->result->add(sv->data[i]);
-        r->bytes = bytes + n * sizeof(listing::node);
+        r->result.buffer.reserve(bytes);
+        r->result.ends.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            r->result.buffer.append(sv->data[i]);
+            r->result.ends.push_back(static_cast<std::uint32_t>(r->result.buffer.size()));
+        }
+        r->bytes = bytes + n * sizeof(std::uint32_t);
     }
     deliver(r);
 }

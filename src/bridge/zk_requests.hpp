@@ -7,9 +7,9 @@
 // client has returned, so no user code and no recipe step ever runs inside the C client.
 #pragma once
 
-#include "bridge/graveyard.hpp"
+#include "core/graveyard.hpp"
+#include "port/zk_port.hpp"
 
-#include <zklock/detail/listing.hpp>
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
@@ -25,16 +25,6 @@
 namespace zklock::detail {
 
 class session_impl;
-class watch_state;
-
-using void_cb = unique_function<void(error_code)>;
-using create_cb = unique_function<void(error_code, std::string, zklock::stat)>;
-using stat_cb = unique_function<void(error_code, std::optional<zklock::stat>)>;
-using data_cb = unique_function<void(error_code, std::string, zklock::stat)>;
-using set_cb = unique_function<void(error_code, zklock::stat)>;
-using children_cb = unique_function<void(error_code, std::vector<std::string>)>;
-using multi_cb = unique_function<void(error_code, std::vector<multi_result>)>;
-using listing_cb = unique_function<void(error_code, std::shared_ptr<const listing>)>;
 
 /// A request (or watcher event) whose C callback has run: completes on the session's executor.
 struct c_event {
@@ -114,10 +104,10 @@ struct children_req final : request_base {
     void abandon(graveyard& g) override;
 };
 
-/// A lock path's children, parsed where the C client hands them over (see listing.hpp).
-struct listing_req final : request_base {
-    listing_cb cb;
-    std::shared_ptr<listing> result = std::make_shared<listing>();
+/// get_children's names in one buffer (port::list_children).
+struct names_req final : request_base {
+    names_cb cb;
+    child_names result;
     void complete() override { cb(ec, std::move(result)); }
 };
 
@@ -146,7 +136,7 @@ void on_children(int rc, const struct String_vector* sv, const void* data);
 void on_multi(int rc, const void* data);
 /// zoo_async's completion: `data` is a void_req.
 void on_sync(int rc, const char* value, const void* data);
-void on_listing(int rc, const struct String_vector* sv, const void* data);
+void on_names(int rc, const struct String_vector* sv, const void* data);
 /// The handle's watcher: `ctx` is the session.
 void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
 void noop_void_completion(int, const void*);

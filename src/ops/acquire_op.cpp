@@ -1,9 +1,9 @@
 // The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
 #include "ops/cohort.hpp"
-#include "bridge/deadline.hpp"
+#include "core/deadline.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
-#include "bridge/session_impl.hpp"
+#include "ops/requests.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/acquire_fwd.hpp>
@@ -175,13 +175,13 @@ private:
             // The listing goes out right behind the create without waiting for its reply:
             // ZooKeeper runs one session's requests in order, so it already contains our node
             // (one round trip when uncontended). Acquires of this session on the same path that
-            // create in the same burst share that one listing (session_impl::list_queue).
+            // create in the same burst share that one listing (list_queue, ops/requests.hpp).
             auto created = std::make_shared<std::tuple<error_code, std::string, std::int64_t>>();
             s_->create(a.path, *owner_info_, create_mode::ephemeral_sequential,
                        [created](error_code ec, std::string p, zklock::stat st) {
                            *created = {ec, std::move(p), st.czxid};
                        });
-            s_->list_queue(fsm_.dir(), [self, created](error_code ec, std::shared_ptr<const listing> l) {
+            list_queue(s_, fsm_.dir(), [self, created](error_code ec, std::shared_ptr<const listing> l) {
                 auto& [cec, path, czxid] = *created;
                 if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run_listed(self->fsm_.on_created(cec, std::move(path), czxid, ec, *l));
@@ -189,10 +189,10 @@ private:
             break;
         }
         case ak::create_parents:
-            s_->create_containers(a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
+            create_containers(s_, a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
             break;
         case ak::list:
-            s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
+            list_queue(s_, a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
                 if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run_listed(self->fsm_.on_listed(ec, *l));
             });
@@ -355,7 +355,7 @@ private:
                 self->run(self->fsm_.on_mark_read(ec, data, st.mzxid, st.pzxid, true));
             });
         } else {
-            s_->list_queue(a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
+            list_queue(s_, a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
                 if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
                 self->run(self->fsm_.on_listed(ec, *l));
             });
@@ -456,7 +456,7 @@ private:
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
     std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
     const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
-    std::uint64_t own_connection_ = 0;          // session_impl::connections() when own_watch_ was confirmed (0: not yet)
+    std::uint64_t own_connection_ = 0;          // zk_port::connections() when own_watch_ was confirmed (0: not yet)
     std::uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified

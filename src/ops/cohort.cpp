@@ -8,7 +8,7 @@
 // Everything runs on the session's executor; completions of local waiters are always posted.
 #include "ops/cohort.hpp"
 
-#include "bridge/session_impl.hpp"
+#include "port/zk_port.hpp"
 #include "ops/lease_state.hpp"
 #include "queue/cohort_fsm.hpp"
 

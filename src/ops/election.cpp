@@ -1,7 +1,7 @@
 // The election's own operations: the leader, an observer, proclaim (its recipe constant is in
 // src/recipes/election.cpp).
-#include "bridge/handler_util.hpp"
-#include "bridge/session_impl.hpp"
+#include "core/handler_util.hpp"
+#include "ops/requests.hpp"
 #include "ops/lease_state.hpp"
 
 #include <zklock/election.hpp>
@@ -64,7 +64,7 @@ private:
     // No such path: no leader, unless it is the chroot that is missing.
     void check_chroot()
     {
-        s_->check_chroot([self = shared_from_this()](error_code ec) {
+        detail::check_chroot(*s_, [self = shared_from_this()](error_code ec) {
             self->finish(ec == errc::chroot_missing ? ec : error_code(errc::no_leader), {});
         });
     }
@@ -170,7 +170,7 @@ private:
     {
         auto probe = s_->make_watch();
         watch_ = probe;
-        s_->check_chroot([self = shared_from_this(), probe](error_code ec) {
+        detail::check_chroot(*s_, [self = shared_from_this(), probe](error_code ec) {
             if (self->stopped_ || probe != self->watch_) return;
             if (ec == errc::chroot_missing) return self->fail(ec);
             if (ec) return self->on_error(ec);

@@ -1,7 +1,7 @@
 // What a lease knows: its node, its token, and whether the session still backs it.
 #pragma once
 
-#include "bridge/session_impl.hpp"
+#include "port/zk_port.hpp"
 
 #include <zklock/lease.hpp>
 

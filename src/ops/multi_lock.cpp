@@ -1,14 +1,15 @@
 // multi_lock: the single acquires in canonical order, then (on failure) the releases, as one
 // operation object driven by the completions of its steps, like acquire_op.
-#include "bridge/deadline.hpp"
-#include "bridge/handler_util.hpp"
-#include "bridge/session_impl.hpp"
+#include "core/deadline.hpp"
+#include "core/handler_util.hpp"
+#include "port/zk_port.hpp"
 
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/multi_lock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <numeric>

@@ -1,6 +1,6 @@
 // async_list_queue and the public path helpers: the queue as the acquiring side sees it.
-#include "bridge/handler_util.hpp"
-#include "bridge/session_impl.hpp"
+#include "core/handler_util.hpp"
+#include "ops/requests.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/path.hpp>
@@ -83,7 +83,7 @@ private:
     void check_chroot()
     {
         if (done_) return;
-        s_->check_chroot([self = shared_from_this()](error_code ec) {
+        detail::check_chroot(*s_, [self = shared_from_this()](error_code ec) {
             self->finish(ec == errc::chroot_missing ? ec : error_code(zk_errc::no_node));
         });
     }

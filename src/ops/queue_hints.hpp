@@ -1,5 +1,5 @@
 // What the acquires of one session remember of the lock paths they listed (a session extension,
-// see session_impl::extension).
+// see zk_port::extension).
 #pragma once
 
 #include <array>

@@ -12,6 +12,18 @@ listing::listing(const std::vector<std::string>& children)
     for (const auto& c : children) add(c);
 }
 
+listing::listing(std::string buffer, const std::vector<std::uint32_t>& ends) : names_(std::move(buffer))
+{
+    children_ = ends.size();
+    nodes_.reserve(ends.size());
+    std::uint32_t begin = 0;
+    for (const std::uint32_t end : ends) {
+        const std::string_view child = std::string_view(names_).substr(begin, end - begin);
+        if (const auto v = parse_queue_view(child)) nodes_.push_back({v->seq, v->id, begin, end - begin, v->kind});
+        begin = end;
+    }
+}
+
 void listing::reserve(std::size_t children, std::size_t bytes)
 {
     nodes_.reserve(children);

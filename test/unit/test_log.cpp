@@ -1,5 +1,5 @@
 // The C client's log lines, as session_config::logger receives them: level and text.
-#include "bridge/log_sink.hpp"
+#include "core/log_sink.hpp"
 
 #include <doctest/doctest.h>
 

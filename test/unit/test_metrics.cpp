@@ -1,5 +1,5 @@
-// The metrics state (src/bridge/metrics_state.hpp) and the Prometheus text rendering.
-#include "bridge/metrics_state.hpp"
+// The metrics state (src/core/metrics_state.hpp) and the Prometheus text rendering.
+#include "core/metrics_state.hpp"
 
 #include <zklock/metrics.hpp>
 

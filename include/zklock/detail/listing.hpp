@@ -1,7 +1,7 @@
 // A lock path's listing in compact form: every child name parsed once, where the C client hands
 // the names over, into fixed-size entries (sequence number, kind, attempt id, where the name is),
 // with all names in one buffer: no allocation per name. One listing may serve every acquire of a
-// session whose create the server ordered before it (see session_impl::list_queue).
+// session whose create the server ordered before it (see list_queue, src/ops/requests.hpp).
 #pragma once
 
 #include <zklock/detail/path.hpp>
@@ -27,6 +27,9 @@ public:
     listing() = default;
     /// From names (tests, and callers that already hold strings).
     explicit listing(const std::vector<std::string>& children);
+    /// From names back to back in `buffer`, the i-th ending at `ends[i]` (as the session lists
+    /// them): the buffer becomes the listing's own, no name is copied.
+    listing(std::string buffer, const std::vector<std::uint32_t>& ends);
 
     /// Room for `children` names of `bytes` bytes in total.
     void reserve(std::size_t children, std::size_t bytes);

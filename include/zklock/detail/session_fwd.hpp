@@ -1,4 +1,5 @@
-// Type-erased entry points of the session, compiled in src/bridge/session.cpp.
+// Type-erased entry points of the session, compiled in src/bridge/session.cpp. A session is held as
+// its port (src/port/zk_port.hpp): what the operations talk to.
 #pragma once
 
 #include <zklock/types.hpp>
@@ -16,9 +17,9 @@ class watch;
 
 namespace zklock::detail {
 
-class session_impl;
+class zk_port;
 class watch_state;
-using session_ptr = std::shared_ptr<session_impl>;
+using session_ptr = std::shared_ptr<zk_port>;
 template <class... Args> using handler = boost::asio::any_completion_handler<void(Args...)>;
 
 void initiate_connect(session_ptr s, handler<error_code> h);

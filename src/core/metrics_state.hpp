@@ -5,7 +5,7 @@
 // erased when both reach 0, so it never grows beyond what the session is doing.
 #pragma once
 
-#include <zklock/detail/path.hpp>
+#include <zklock/types.hpp>
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>

@@ -1,5 +1,5 @@
-// metrics_state (src/bridge/metrics_state.hpp) and the Prometheus text exposition format (0.0.4).
-#include "bridge/metrics_state.hpp"
+// metrics_state (src/core/metrics_state.hpp) and the Prometheus text exposition format (0.0.4).
+#include "core/metrics_state.hpp"
 
 #include <boost/asio/error.hpp>
 

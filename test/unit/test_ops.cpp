@@ -1,0 +1,802 @@
+// The operations on the fake port (fake_port.hpp): the requests they make, in order, and what they
+// make of every answer, error and cancellation, without a server.
+#include "fake_port.hpp"
+
+#include "ops/lease_state.hpp"
+#include "ops/queue_hints.hpp"
+#include "ops/requests.hpp"
+
+#include <zklock/detail/acquire_fsm.hpp>
+#include <zklock/detail/acquire_fwd.hpp>
+#include <zklock/election.hpp>
+#include <zklock/multi_lock.hpp>
+
+#include <zklock/queue.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+using namespace zklock;
+using namespace zklock::test;
+namespace asio = boost::asio;
+
+namespace {
+
+/// A zklock queue node's name: a mutex's ('x'), a reader's ('r') or a semaphore's ('s').
+std::string node(char kind, int seq)
+{
+    const std::string marker = kind == 'x' ? "lock-" : kind == 'r' ? "__READ__" : "";
+    std::string s = std::to_string(seq);
+    return std::string(1, kind) + "-000000000000000" + std::to_string(seq % 10) + "-" + marker + std::string(10 - s.size(), '0') + s;
+}
+
+struct listed {
+    int calls = 0;
+    error_code ec;
+    std::shared_ptr<const detail::listing> l;
+};
+
+detail::listing_cb record(listed& out)
+{
+    return [&out](error_code ec, std::shared_ptr<const detail::listing> l) {
+        ++out.calls;
+        out.ec = ec;
+        out.l = std::move(l);
+    };
+}
+
+}  // namespace
+
+TEST_CASE("list_queue: a lone listing goes at once; a burst shares one")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    const detail::session_ptr s = port;
+    listed a, b, c;
+    detail::list_queue(s, "/l", record(a));
+    REQUIRE(port->pending().size() == 1);  // nothing of /l in flight: sent in the call
+    // While it is in flight, the next callers of the turn share one more listing, sent once the
+    // turn's handlers have run.
+    detail::list_queue(s, "/l", record(b));
+    detail::list_queue(s, "/l", record(c));
+    CHECK(port->pending().size() == 1);
+    port->run();
+    CHECK(port->pending().size() == 2);
+    port->answer("list_children", "/l", {.children = {node('x', 1), "other", node('x', 2)}});
+    port->answer("list_children", "/l", {.children = {node('x', 2)}});
+    port->run();
+    CHECK(a.calls == 1);
+    CHECK(b.calls == 1);
+    CHECK(c.calls == 1);
+    REQUIRE(a.l);
+    CHECK(a.l->children() == 3);
+    CHECK(a.l->nodes().size() == 2);  // "other" is counted, not a queue node
+    CHECK(a.l->name(a.l->nodes()[1]) == node('x', 2));
+    CHECK(b.l == c.l);  // one listing, shared
+    CHECK(b.l->children() == 1);
+    CHECK(port->metrics().snapshot().listing_size.count == 2);
+    // Nothing in flight again: the next one goes at once.
+    listed d;
+    detail::list_queue(s, "/l", record(d));
+    CHECK(port->pending().size() == 1);
+}
+
+TEST_CASE("list_queue: paths are listed apart, an error gives an empty listing")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    listed a, b;
+    detail::list_queue(port, "/a", record(a));
+    detail::list_queue(port, "/b", record(b));
+    REQUIRE(port->pending().size() == 2);
+    port->answer("list_children", "/a", {.ec = zk_errc::no_node});
+    port->answer("list_children", "/b", {.children = {node('r', 7)}});
+    port->run();
+    CHECK(a.ec == zk_errc::no_node);
+    REQUIRE(a.l);  // never null: the acquire reads it on an error too
+    CHECK(a.l->children() == 0);
+    CHECK(!b.ec);
+    REQUIRE(b.l->nodes().size() == 1);
+    CHECK(b.l->nodes()[0].kind == lock_kind::shared);
+    CHECK(b.l->nodes()[0].seq == 7);
+    CHECK(port->metrics().snapshot().listing_size.count == 1);  // only listings that came
+}
+
+TEST_CASE("list_queue: a burst not yet sent when the context shuts down is buried, not called")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    listed a, b;
+    detail::list_queue(port, "/l", record(a));
+    detail::list_queue(port, "/l", record(b));  // waits for a posted send
+    detail::graveyard g;
+    port->shut_down_observers(g);
+    CHECK(!g.empty());
+    g.clear();
+    port->run();  // the posted send finds nothing to send for
+    CHECK(a.calls == 0);
+    CHECK(b.calls == 0);
+}
+
+TEST_CASE("create_containers: the directory first, then missing parents bottom-up")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    std::optional<error_code> done;
+    detail::create_containers(port, "/a/b/c", [&](error_code ec) { done = ec; });
+    port->answer("create", "/a/b/c", {.ec = zk_errc::no_node});
+    port->run();
+    port->answer("create", "/a/b", {.ec = zk_errc::no_node});
+    port->run();
+    port->answer("create", "/a", {.path = "/a"});
+    port->run();
+    port->answer("create", "/a/b", {.ec = zk_errc::node_exists});  // made by someone else meanwhile: fine
+    port->run();
+    CHECK(!done);
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().mode == create_mode::container);
+    port->answer("create", "/a/b/c", {.path = "/a/b/c"});
+    port->run();
+    REQUIRE(done);
+    CHECK(!*done);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("create_containers: a missing first component is a missing chroot; errors end it")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    std::optional<error_code> done;
+    detail::create_containers(port, "/a", [&](error_code ec) { done = ec; });
+    port->answer("create", "/a", {.ec = zk_errc::no_node});
+    port->run();
+    REQUIRE(done);
+    CHECK(*done == errc::chroot_missing);
+
+    done.reset();
+    detail::create_containers(port, "/a/b", [&](error_code ec) { done = ec; });
+    port->answer("create", "/a/b", {.ec = zk_errc::no_auth});
+    port->run();
+    REQUIRE(done);
+    CHECK(*done == zk_errc::no_auth);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("create_containers: a parent that keeps vanishing ends after bounded attempts")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    std::optional<error_code> done;
+    detail::create_containers(port, "/a/b", [&](error_code ec) { done = ec; });
+    // The server's container cleanup removes /a each time before /a/b is made.
+    int requests = 0;
+    while (!done && requests < 100) {
+        REQUIRE(port->pending().size() == 1);
+        const auto& r = port->pending().front();
+        port->answer("create", r.path, r.path == "/a" ? fake_reply{.path = "/a"} : fake_reply{.ec = zk_errc::no_node});
+        port->run();
+        ++requests;
+    }
+    REQUIRE(done);
+    CHECK(*done == zk_errc::no_node);
+    CHECK(requests < 20);  // 2 per component plus 4, in requests of /a/b and /a
+}
+
+TEST_CASE("check_chroot: exists(\"/\") tells")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    std::vector<error_code> got;
+    for (int i = 0; i < 3; ++i) detail::check_chroot(*port, [&](error_code ec) { got.push_back(ec); });
+    port->answer("exists", "/", {.exists = zklock::stat{}});
+    port->answer("exists", "/", {});
+    port->answer("exists", "/", {.ec = zk_errc::connection_loss});
+    port->run();
+    REQUIRE(got.size() == 3);
+    CHECK(!got[0]);
+    CHECK(got[1] == errc::chroot_missing);
+    CHECK(got[2] == zk_errc::connection_loss);
+}
+
+namespace {
+
+struct listing_result {
+    std::optional<error_code> ec;
+    queue_listing out;
+};
+
+void start_list(const std::shared_ptr<fake_port>& port, const std::string& path, listing_result& r,
+                asio::cancellation_slot slot = {})
+{
+    detail::initiate_list_queue(port, path, asio::bind_cancellation_slot(slot, [&r](error_code ec, queue_listing l) {
+                                    r.ec = ec;
+                                    r.out = std::move(l);
+                                }));
+}
+
+}  // namespace
+
+TEST_CASE("async_list_queue: the path's data, the listing, then every node's data, pipelined")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    listing_result r;
+    start_list(port, "/l", r);
+    REQUIRE(port->pending().size() == 2);
+    port->answer("get_data", "/l", {.data = "zklock-semaphore permits=2"});
+    port->answer("get_children", "/l", {.children = {node('s', 3), node('s', 1), "x", node('s', 2)}});
+    port->run();
+    CHECK(!r.ec);
+    REQUIRE(port->pending().size() == 3);  // in queue order
+    port->answer("get_data", "/l/" + node('s', 1), {.data = "h:1"});
+    port->answer("get_data", "/l/" + node('s', 2), {.ec = zk_errc::no_node});
+    port->answer("get_data", "/l/" + node('s', 3), {.data = "h:3"});
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.out.permits == 2);
+    CHECK(r.out.other_children == 1);
+    REQUIRE(r.out.entries.size() == 3);
+    CHECK(r.out.entries[0].data == "h:1");
+    CHECK(r.out.entries[1].gone);
+    CHECK(r.out.entries[0].status == queue_entry::state::holder);
+    CHECK(r.out.entries[1].status == queue_entry::state::holder);  // 2 permits: the first two hold
+    CHECK(r.out.entries[2].status == queue_entry::state::waiting);
+}
+
+TEST_CASE("async_list_queue: no such path asks whether the chroot is missing")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    for (const bool chroot_there : {true, false}) {
+        CAPTURE(chroot_there);
+        listing_result r;
+        start_list(port, "/l", r);
+        port->answer("get_data", "/l", {.ec = zk_errc::no_node});
+        port->answer("get_children", "/l", {.ec = zk_errc::no_node});
+        port->run();
+        CHECK(!r.ec);
+        port->answer("exists", "/", chroot_there ? fake_reply{.exists = zklock::stat{}} : fake_reply{});
+        port->run();
+        REQUIRE(r.ec);
+        CHECK(*r.ec == (chroot_there ? error_code(zk_errc::no_node) : error_code(errc::chroot_missing)));
+    }
+}
+
+TEST_CASE("async_list_queue: an invalid path sends nothing; a node's read error fails it")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    listing_result bad;
+    start_list(port, "l/", bad);
+    port->run();
+    REQUIRE(bad.ec);
+    CHECK(*bad.ec == errc::invalid_path);
+    CHECK(port->log_of_requests().empty());
+
+    listing_result r;
+    start_list(port, "/l", r);
+    port->answer("get_data", "/l", {});
+    port->answer("get_children", "/l", {.children = {node('x', 1), node('x', 2)}});
+    port->run();
+    port->answer("get_data", "/l/" + node('x', 1), {.ec = zk_errc::no_auth});
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == zk_errc::no_auth);
+    CHECK(r.out.entries.empty());
+    port->answer("get_data", "/l/" + node('x', 2), {});  // comes after the end: dropped
+    port->run();
+}
+
+TEST_CASE("async_list_queue: cancellation completes at once, in any step")
+{
+    for (const int step : {0, 1}) {
+        CAPTURE(step);
+        asio::io_context io;
+        auto port = std::make_shared<fake_port>(io);
+        asio::cancellation_signal sig;
+        listing_result r;
+        start_list(port, "/l", r, sig.slot());
+        if (step == 1) {
+            port->answer("get_data", "/l", {});
+            port->answer("get_children", "/l", {.children = {node('x', 1)}});
+            port->run();
+            REQUIRE(port->pending().size() == 1);
+        }
+        sig.emit(asio::cancellation_type::terminal);
+        port->run();
+        REQUIRE(r.ec);
+        CHECK(*r.ec == asio::error::operation_aborted);
+        while (!port->pending().empty()) port->answer_next();  // late answers are dropped
+        port->run();
+    }
+}
+
+// ---- the lease ----------------------------------------------------------------------------------
+
+namespace {
+
+const std::string lock_dir = "/l";
+const std::string own = "/l/x-0000000000000001-lock-0000000005";
+
+std::shared_ptr<detail::lease_state> make_lease(const std::shared_ptr<fake_port>& port, bool mark)
+{
+    auto ls = std::make_shared<detail::lease_state>(port, own, 42, port->generation_, mark ? lock_dir : std::string());
+    port->subscribe(ls);
+    ls->start(nullptr, false);
+    return ls;
+}
+
+struct outcome {
+    int calls = 0;
+    error_code ec;
+    detail::unique_function<void(error_code)> cb()
+    {
+        return [this](error_code e) {
+            ++calls;
+            ec = e;
+        };
+    }
+};
+
+}  // namespace
+
+TEST_CASE("lease: a release deletes the node, once")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    outcome first, second;
+    ls->release(first.cb());
+    CHECK(ls->status() == lease_status::released);
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().version == -1);
+    port->answer("remove", own);
+    port->run();
+    CHECK(first.calls == 1);
+    CHECK(!first.ec);
+    ls->release(second.cb());
+    CHECK(second.ec == errc::already_released);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("lease: an exclusive holder's release carries the handoff mark, by the queue it knew")
+{
+    for (const std::size_t hint : {std::size_t{0}, std::size_t{128}, std::size_t{127}}) {
+        CAPTURE(hint);
+        asio::io_context io;
+        auto port = std::make_shared<fake_port>(io);
+        port->extension<detail::queue_hints>().note(lock_dir, hint);
+        auto ls = make_lease(port, true);
+        outcome r;
+        ls->release(r.cb());
+        REQUIRE(port->pending().size() == 1);
+        const auto& req = port->pending().front();
+        if (detail::acquire_fsm::release_writes_mark(hint)) {
+            CHECK(hint != 127);
+            CHECK(req.op == "multi");
+            REQUIRE(req.ops.size() == 2);
+            CHECK(req.ops[0].path == lock_dir);
+            CHECK(req.ops[0].data == detail::handoff_mark(detail::base_name(own)));
+            CHECK(req.ops[1].path == own);
+        } else {
+            CHECK(hint == 127);  // a short queue: the plain delete is the cheaper write
+            CHECK(req.op == "remove");
+        }
+        port->answer_next();
+        port->run();
+        CHECK(r.calls == 1);
+        CHECK(!r.ec);
+    }
+}
+
+TEST_CASE("lease: a refused mark becomes the plain delete; a node gone already is released")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, true);
+    outcome r;
+    ls->release(r.cb());
+    port->answer("multi", lock_dir, {.ec = zk_errc::no_auth, .results = {{zk_errc::no_auth, {}, {}}, {{}, {}, {}}}});
+    port->run();
+    port->answer("remove", own);
+    port->run();
+    CHECK(r.calls == 1);
+    CHECK(!r.ec);
+
+    auto gone = make_lease(port, true);
+    outcome g;
+    gone->release(g.cb());
+    port->answer("multi", lock_dir, {.ec = zk_errc::no_node, .results = {{}, {zk_errc::no_node, {}, {}}}});
+    port->run();
+    CHECK(g.calls == 1);
+    CHECK(!g.ec);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("lease: a release cut off by a connection loss deletes again once connected")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    outcome r;
+    ls->release(r.cb());
+    port->set_state(session_state::suspended);
+    port->answer("remove", own, {.ec = zk_errc::connection_loss});
+    port->run();
+    CHECK(r.calls == 0);
+    CHECK(port->pending().empty());  // waits for the connection
+    port->set_state(session_state::connected);
+    port->run();
+    port->answer("remove", own, {.ec = zk_errc::no_node});  // applied before the loss: gone is gone
+    port->run();
+    CHECK(r.calls == 1);
+    CHECK(!r.ec);
+}
+
+TEST_CASE("lease: a release cut off, then the session expired: the node went with it")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    outcome r;
+    ls->release(r.cb());
+    port->set_state(session_state::suspended);
+    port->answer("remove", own, {.ec = zk_errc::connection_loss});
+    port->run();
+    port->state_ = session_state::connecting;
+    port->generation_ = 2;  // a new ZooKeeper session
+    port->set_state(session_state::connected);
+    port->run();
+    CHECK(r.calls == 1);
+    CHECK(!r.ec);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("lease: its status follows the session; a deleted node is lock_lost")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    std::vector<lease_status> seen;
+    outcome lost;
+    ls->wait_lost(lost.cb());
+    // Someone waits: the lease watches its node.
+    REQUIRE(port->pending().size() == 1);
+    auto w = port->answer("get_data", own, {.data = "h:1"});
+    port->run();
+    REQUIRE(w);
+    ls->wait_status([&](error_code, lease_status st) { seen.push_back(st); });
+    port->set_state(session_state::suspended);
+    CHECK(ls->status() == lease_status::suspended);
+    ls->wait_status([&](error_code, lease_status st) { seen.push_back(st); });
+    port->set_state(session_state::connected);
+    CHECK(ls->status() == lease_status::held);
+    CHECK(seen == std::vector<lease_status>{lease_status::suspended, lease_status::held});
+    CHECK(lost.calls == 0);
+    w->fire({}, watch_event{watch_event_type::deleted, own});
+    port->run();
+    CHECK(lost.calls == 1);
+    CHECK(lost.ec == errc::lock_lost);
+    CHECK(ls->status() == lease_status::lost);
+    CHECK(ls->lost_reason() == errc::lock_lost);
+}
+
+TEST_CASE("lease: an expired session loses it; a presumed expiry also deletes the node, plainly")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto expired = make_lease(port, false);
+    port->set_state(session_state::expired);
+    CHECK(expired->status() == lease_status::lost);
+    CHECK(expired->lost_reason() == errc::session_expired);
+    CHECK(port->pending().empty());
+
+    port->state_ = session_state::suspended;
+    auto presumed = make_lease(port, true);
+    presumed->on_presumed_expired();
+    CHECK(presumed->status() == lease_status::lost);
+    CHECK(presumed->lost_reason() == errc::session_expired);
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");  // no mark: the successor must list
+    CHECK(port->pending().front().path == own);
+}
+
+TEST_CASE("lease: a revocation request in the node's data reaches its waiters")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    outcome revoked;
+    ls->wait_revocation(revoked.cb());
+    auto w = port->answer("get_data", own, {.data = "h:1"});
+    port->run();
+    CHECK(revoked.calls == 0);
+    CHECK(!ls->revocation_requested());
+    w->fire({}, watch_event{watch_event_type::changed, own});
+    port->run();
+    port->answer("get_data", own, {.data = std::string(revocation_request)});
+    port->run();
+    CHECK(revoked.calls == 1);
+    CHECK(!revoked.ec);
+    CHECK(ls->revocation_requested());
+    CHECK(ls->status() == lease_status::held);  // asked to let go, not taken
+}
+
+// ---- multi_lock (over the acquire) --------------------------------------------------------------
+
+namespace {
+
+/// Answers an uncontended acquire's create and listing on `dir` (its node gets sequence `seq`);
+/// returns the node.
+std::string grant_alone(fake_port& port, const std::string& dir, int seq)
+{
+    REQUIRE(port.pending().size() >= 2);
+    const std::string prefix = port.pending().front().path;
+    REQUIRE(prefix.starts_with(dir + "/x-"));
+    CHECK(port.pending().front().mode == create_mode::ephemeral_sequential);
+    std::string s = std::to_string(seq);
+    const std::string created = prefix + std::string(10 - s.size(), '0') + s;
+    port.answer("create", prefix, {.path = created, .stat = {.czxid = 1000 + seq}});
+    port.answer("list_children", dir, {.children = {std::string(detail::base_name(created))}});
+    port.run();
+    return created;
+}
+
+struct multi_result_of {
+    std::optional<error_code> ec;
+    std::vector<lease> leases;
+};
+
+void start_multi(const std::shared_ptr<fake_port>& port, std::vector<lock_spec> specs, multi_result_of& r,
+                 asio::cancellation_slot slot = {})
+{
+    detail::initiate_multi_acquire(port, std::move(specs), lock_options{}, std::nullopt,
+                                   asio::bind_cancellation_slot(slot, [&r](error_code ec, std::vector<lease> l) {
+                                       r.ec = ec;
+                                       r.leases = std::move(l);
+                                   }));
+}
+
+}  // namespace
+
+TEST_CASE("multi_lock: the locks in canonical order, the leases in the caller's")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/b"), lock_spec::exclusive("/a")}, r);
+    const std::string a = grant_alone(*port, "/a", 1);  // /a first, whatever the caller's order
+    CHECK(!r.ec);
+    const std::string b = grant_alone(*port, "/b", 2);
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    REQUIRE(r.leases.size() == 2);
+    CHECK(r.leases[0].node() == b);
+    CHECK(r.leases[1].node() == a);
+    CHECK(r.leases[1].fencing_token() == 1001);
+}
+
+TEST_CASE("multi_lock: a failure releases what was taken, then completes")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
+    const std::string a = grant_alone(*port, "/a", 1);
+    const std::string prefix = port->pending().front().path;
+    port->answer("create", prefix, {.ec = zk_errc::no_auth});
+    port->answer("list_children", "/b", {.children = {}});
+    port->run();
+    CHECK(!r.ec);  // not before /a is released
+    port->answer("remove", a);
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == zk_errc::no_auth);
+    CHECK(r.leases.empty());
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("multi_lock: two specs on one path are refused, nothing sent")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::shared("/a")}, r);
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::invalid_argument);
+    CHECK(port->log_of_requests().empty());
+}
+
+TEST_CASE("multi_lock: cancelled while the second waits: its node and the first lock are let go")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    asio::cancellation_signal sig;
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r, sig.slot());
+    const std::string a = grant_alone(*port, "/a", 1);
+    // /b is held by someone else: the acquire watches that node.
+    const std::string prefix = port->pending().front().path;
+    const std::string ours = prefix + "0000000009";
+    const std::string theirs = "x-00000000000000ff-lock-0000000008";
+    port->answer("create", prefix, {.path = ours, .stat = {.czxid = 9}});
+    port->answer("list_children", "/b", {.children = {theirs, std::string(detail::base_name(ours))}});
+    port->run();
+    REQUIRE(!port->pending().empty());
+    CHECK(port->pending().back().op == "get_data");
+    CHECK(port->pending().back().path == "/b/" + theirs);
+    while (!port->pending().empty()) port->answer_next({.data = "h:2"});  // the watch is set
+    port->run();
+    sig.emit(asio::cancellation_type::terminal);
+    port->run();
+    port->answer("remove", ours);  // the waiting acquire deletes its node
+    port->run();
+    port->answer("remove", a);  // then the first lock is released
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == asio::error::operation_aborted);
+    CHECK(r.leases.empty());
+    CHECK(port->pending().empty());
+}
+
+// ---- the election --------------------------------------------
+
+namespace {
+
+std::string candidate(int seq)
+{
+    std::string s = std::to_string(seq);
+    return "x-00000000000000" + std::to_string(10 + seq) + "-lock-" + std::string(10 - s.size(), '0') + s;
+}
+
+struct observed {
+    int calls = 0;
+    error_code ec;
+    leader_info info;
+};
+
+void observe_next(const std::shared_ptr<detail::observer_state>& o, observed& r)
+{
+    detail::initiate_observe_next(o, [&r](error_code ec, leader_info info) {
+        ++r.calls;
+        r.ec = ec;
+        r.info = std::move(info);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("election observer: a new value of the same leader is news; the same one is not")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto o = detail::start_observer(port, "/e");
+    port->answer("get_children", "/e", {.children = {candidate(1), candidate(2)}});
+    port->run();
+    auto w = port->answer("get_data", "/e/" + candidate(1), {.data = "v1"});
+    port->run();
+    observed a;
+    observe_next(o, a);
+    port->run();
+    REQUIRE(a.calls == 1);
+    CHECK(a.info.value == "v1");
+
+    observed b;
+    observe_next(o, b);
+    w->fire({}, watch_event{watch_event_type::changed, "/e/" + candidate(1)});
+    port->run();
+    w = port->answer("get_data", "/e/" + candidate(1), {.data = "v1"});  // rewritten, same value
+    port->run();
+    CHECK(b.calls == 0);
+    w->fire({}, watch_event{watch_event_type::changed, "/e/" + candidate(1)});
+    port->run();
+    w = port->answer("get_data", "/e/" + candidate(1), {.data = "v2"});
+    port->run();
+    REQUIRE(b.calls == 1);
+    CHECK(b.info.value == "v2");
+
+    // The leader goes: the next listed candidate leads, read without a new listing.
+    observed c;
+    observe_next(o, c);
+    w->fire({}, watch_event{watch_event_type::deleted, "/e/" + candidate(1)});
+    port->run();
+    port->answer("get_data", "/e/" + candidate(2), {.data = "v3"});
+    port->run();
+    REQUIRE(c.calls == 1);
+    CHECK(c.info.node == candidate(2));
+    CHECK(c.info.value == "v3");
+
+    observed d;
+    observe_next(o, d);
+    detail::stop_observer(*o);
+    port->run();
+    REQUIRE(d.calls == 1);
+    CHECK(d.ec == asio::error::operation_aborted);
+}
+
+TEST_CASE("election: async_leader reads the first candidate that still exists")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    struct {
+        std::optional<error_code> ec;
+        leader_info info;
+    } r;
+    detail::initiate_leader(port, "/e", [&r](error_code ec, leader_info info) {
+        r.ec = ec;
+        r.info = std::move(info);
+    });
+    port->answer("get_children", "/e", {.children = {candidate(2), "junk", candidate(1)}});
+    port->run();
+    port->answer("get_data", "/e/" + candidate(1), {.ec = zk_errc::no_node});  // gone meanwhile
+    port->run();
+    port->answer("get_data", "/e/" + candidate(2), {.data = "me", .stat = {.czxid = 7}});
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.info.node == candidate(2));
+    CHECK(r.info.value == "me");
+    CHECK(r.info.sequence == 2);
+    CHECK(r.info.stat.czxid == 7);
+}
+
+TEST_CASE("election: async_leader with no candidate, or no path, is no_leader; a missing chroot says so")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    std::vector<error_code> got;
+    const auto record_ec = [&got](error_code ec, leader_info) { got.push_back(ec); };
+    detail::initiate_leader(port, "/e", record_ec);
+    port->answer("get_children", "/e", {.children = {"junk"}});
+    port->run();
+    detail::initiate_leader(port, "/e", record_ec);
+    port->answer("get_children", "/e", {.ec = zk_errc::no_node});
+    port->run();
+    port->answer("exists", "/", {.exists = zklock::stat{}});
+    port->run();
+    detail::initiate_leader(port, "/e", record_ec);
+    port->answer("get_children", "/e", {.ec = zk_errc::no_node});
+    port->run();
+    port->answer("exists", "/", {});
+    port->run();
+    REQUIRE(got.size() == 3);
+    CHECK(got[0] == errc::no_leader);
+    CHECK(got[1] == errc::no_leader);
+    CHECK(got[2] == errc::chroot_missing);
+}
+
+TEST_CASE("lease: a guarded write checks the node in the same transaction; a failed check is lock_lost")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto ls = make_lease(port, false);
+    std::optional<error_code> ok, lost;
+    std::vector<multi_result> ok_results;
+    detail::initiate_guarded_multi(ls, {multi_op::set_data("/data", "v", 3)},
+                                   [&](error_code ec, std::vector<multi_result> r) {
+                                       ok = ec;
+                                       ok_results = std::move(r);
+                                   });
+    REQUIRE(port->pending().size() == 1);
+    const auto& sent = port->pending().front().ops;
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[0].type == multi_op::kind::check);
+    CHECK(sent[0].path == own);
+    CHECK(sent[1].path == "/data");
+    port->answer_next({.results = {{}, {{}, {}, zklock::stat{.version = 4}}}});
+    port->run();
+    REQUIRE(ok);
+    CHECK(!*ok);
+    REQUIRE(ok_results.size() == 1);  // the check is not the caller's
+    CHECK(ok_results[0].stat.version == 4);
+
+    detail::initiate_guarded_multi(ls, {multi_op::set_data("/data", "w", 4)},
+                                   [&](error_code ec, std::vector<multi_result>) { lost = ec; });
+    port->answer_next({.ec = zk_errc::no_node, .results = {{zk_errc::no_node, {}, {}}, {zk_errc::runtime_inconsistency, {}, {}}}});
+    port->run();
+    REQUIRE(lost);
+    CHECK(*lost == errc::lock_lost);
+    CHECK(ls->status() == lease_status::lost);
+}
