@@ -40,6 +40,8 @@ public:
     /// Acquires the lock, waiting at most `timeout`.
     ///
     /// Completion signature: void(error_code, lease). On success the lease holds the lock.
+    /// Started while the session is not connected (connecting, suspended after a lost
+    /// connection, expired and starting anew), it sends nothing until it is.
     ///
     /// Executor: the handler's associated executor (default: the session's). Never completes
     /// inside this call.

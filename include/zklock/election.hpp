@@ -168,7 +168,8 @@ public:
     ///
     /// Completion signature: void(error_code, leader_info). The first call completes once the
     /// observer has looked. Changes in between are not queued: the latest state is delivered, so a
-    /// slow reader never misses the last change and never reads a stale one. An empty leader_info
+    /// slow reader never misses the last change and never reads a stale one (a leader that came
+    /// and went between two calls, leaving what the previous call delivered, is not delivered). An empty leader_info
     /// means the election has no leader now.
     ///
     /// Executor: the handler's associated executor (default: the session's); never completes

@@ -94,13 +94,15 @@ public:
         }
         switch (s_->state()) {
         case session_state::connected:
-        case session_state::suspended:
             generation_ = s_->generation();
             run(fsm_.start());
             break;
+        case session_state::suspended:
         case session_state::connecting:
         case session_state::expired:
-            // A fresh ZooKeeper session is on its way (first connect, or after an expiry).
+            // A connection is on its way (after a loss, the first connect, or a fresh ZooKeeper
+            // session after an expiry): nothing is sent before it is there, so a cancel meanwhile
+            // completes at once, with nothing to undo.
             waiting_session_ = true;
             s_->wait_connected(0, [self = shared_from_this()](error_code ec) {
                 self->waiting_session_ = false;

@@ -241,10 +241,9 @@ private:
 
     void publish(leader_info info)
     {
-        if (seen_ && info.node == current_.node && info.value == current_.value) return;
+        if (seen_ && same_leader(info, current_)) return;
         seen_ = true;
         current_ = std::move(info);
-        ++changes_;
         deliver();
     }
 
@@ -252,9 +251,17 @@ private:
     {
         if (!waiter_ || !*waiter_) return;
         if (failed_) return waiter_->complete(failed_, leader_info{});
-        if (!seen_ || changes_ == delivered_) return;
-        delivered_ = changes_;
+        // Only what differs from the last delivered: a leader that came and went between two
+        // waits is not news.
+        if (!seen_ || (delivered_any_ && same_leader(current_, delivered_))) return;
+        delivered_any_ = true;
+        delivered_ = current_;
         waiter_->complete({}, current_);
+    }
+
+    static bool same_leader(const leader_info& a, const leader_info& b) noexcept
+    {
+        return a.node == b.node && a.value == b.value;
     }
 
     void fail(error_code ec)
@@ -271,7 +278,8 @@ private:
     std::shared_ptr<watch_state> watch_;  // the one watch that counts; replies for another are stale
     leader_info current_;
     bool seen_ = false;                   // current_ is known
-    std::uint64_t changes_ = 0, delivered_ = 0;
+    leader_info delivered_;               // what the last completed wait got
+    bool delivered_any_ = false;
     error_code failed_;
     bool stopped_ = false;
     std::shared_ptr<stored_handler<error_code, leader_info>> waiter_;

@@ -641,7 +641,61 @@ TEST_CASE("multi_lock: cancelled while the second waits: its node and the first 
     CHECK(port->pending().empty());
 }
 
-// ---- the election --------------------------------------------
+// ---- the acquire's start, and the election's observer --------------------------------------------
+
+namespace {
+
+struct acquired {
+    std::optional<error_code> ec;
+    lease l;
+};
+
+void start_acquire(const std::shared_ptr<fake_port>& port, const std::string& dir, acquired& r, asio::cancellation_slot slot = {})
+{
+    detail::acquire_request req{std::make_shared<const std::string>(dir), detail::queue_policy{detail::mutex_recipe}};
+    detail::initiate_acquire(port, std::move(req), asio::bind_cancellation_slot(slot, [&r](error_code ec, lease l) {
+                                 r.ec = ec;
+                                 r.l = std::move(l);
+                             }));
+}
+
+}  // namespace
+
+TEST_CASE("acquire: started while the connection is lost, it sends nothing until it is back")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    port->state_ = session_state::suspended;
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    CHECK(port->log_of_requests().empty());
+    port->set_state(session_state::connected);
+    port->run();
+    const std::string node = grant_alone(*port, "/l", 1);
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.l.node() == node);
+}
+
+TEST_CASE("acquire: cancelled while the connection is lost, it completes at once, nothing sent")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    port->state_ = session_state::suspended;
+    asio::cancellation_signal sig;
+    acquired r;
+    start_acquire(port, "/l", r, sig.slot());
+    port->run();
+    sig.emit(asio::cancellation_type::terminal);
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == asio::error::operation_aborted);
+    port->set_state(session_state::connected);
+    port->run();
+    CHECK(port->log_of_requests().empty());
+    CHECK(port->metrics().snapshot().background_cleanups == 0);
+}
 
 namespace {
 
@@ -667,6 +721,50 @@ void observe_next(const std::shared_ptr<detail::observer_state>& o, observed& r)
 }
 
 }  // namespace
+
+TEST_CASE("election observer: a leader that came and went between two waits is not news")
+{
+    asio::io_context io;
+    auto port = std::make_shared<fake_port>(io);
+    auto o = detail::start_observer(port, "/e");
+    auto children = port->answer("get_children", "/e", {.children = {}});
+    port->run();
+    observed first;
+    observe_next(o, first);
+    port->run();
+    REQUIRE(first.calls == 1);
+    CHECK(first.info.node.empty());  // nobody leads
+
+    // L comes and goes while nobody waits.
+    children->fire({}, watch_event{watch_event_type::child, "/e"});
+    port->run();
+    port->answer("get_children", "/e", {.children = {candidate(1)}});
+    port->run();
+    auto leader = port->answer("get_data", "/e/" + candidate(1), {.data = "L"});
+    port->run();
+    leader->fire({}, watch_event{watch_event_type::deleted, "/e/" + candidate(1)});
+    port->run();
+    children = port->answer("get_children", "/e", {.children = {}});
+    port->run();
+
+    observed second;
+    observe_next(o, second);
+    port->run();
+    CHECK(second.calls == 0);  // nobody, as delivered last
+
+    // M comes: that is news.
+    children->fire({}, watch_event{watch_event_type::child, "/e"});
+    port->run();
+    port->answer("get_children", "/e", {.children = {candidate(2)}});
+    port->run();
+    port->answer("get_data", "/e/" + candidate(2), {.data = "M"});
+    port->run();
+    REQUIRE(second.calls == 1);
+    CHECK(!second.ec);
+    CHECK(second.info.node == candidate(2));
+    CHECK(second.info.value == "M");
+    detail::stop_observer(*o);
+}
 
 TEST_CASE("election observer: a new value of the same leader is news; the same one is not")
 {
