@@ -47,7 +47,7 @@ detail::listing_cb record(listed& out)
 
 }  // namespace
 
-TEST_CASE("list_queue: a lone listing goes at once; a burst shares one")
+TEST_CASE("list_queue: a lone listing goes at once, a burst shares one")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -142,7 +142,7 @@ TEST_CASE("create_containers: the directory first, then missing parents bottom-u
     CHECK(port->pending().empty());
 }
 
-TEST_CASE("create_containers: a missing first component is a missing chroot; errors end it")
+TEST_CASE("create_containers: a missing first component is a missing chroot, errors end it")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -263,7 +263,7 @@ TEST_CASE("async_list_queue: no such path asks whether the chroot is missing")
     }
 }
 
-TEST_CASE("async_list_queue: an invalid path sends nothing; a node's read error fails it")
+TEST_CASE("async_list_queue: an invalid path sends nothing, a node's read error fails it")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -390,7 +390,7 @@ TEST_CASE("lease: an exclusive holder's release carries the handoff mark, by the
     }
 }
 
-TEST_CASE("lease: a refused mark becomes the plain delete; a node gone already is released")
+TEST_CASE("lease: a refused mark becomes the plain delete, a node gone already is released")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -453,7 +453,7 @@ TEST_CASE("lease: a release cut off, then the session expired: the node went wit
     CHECK(port->pending().empty());
 }
 
-TEST_CASE("lease: its status follows the session; a deleted node is lock_lost")
+TEST_CASE("lease: its status follows the session, a deleted node is lock_lost")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -482,7 +482,7 @@ TEST_CASE("lease: its status follows the session; a deleted node is lock_lost")
     CHECK(ls->lost_reason() == errc::lock_lost);
 }
 
-TEST_CASE("lease: an expired session loses it; a presumed expiry also deletes the node, plainly")
+TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes the node, plainly")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -766,7 +766,7 @@ TEST_CASE("election observer: a leader that came and went between two waits is n
     detail::stop_observer(*o);
 }
 
-TEST_CASE("election observer: a new value of the same leader is news; the same one is not")
+TEST_CASE("election observer: a new value of the same leader is news, the same one is not")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -840,7 +840,7 @@ TEST_CASE("election: async_leader reads the first candidate that still exists")
     CHECK(r.info.stat.czxid == 7);
 }
 
-TEST_CASE("election: async_leader with no candidate, or no path, is no_leader; a missing chroot says so")
+TEST_CASE("election: async_leader with no candidate, or no path, is no_leader, a missing chroot says so")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
@@ -865,7 +865,7 @@ TEST_CASE("election: async_leader with no candidate, or no path, is no_leader; a
     CHECK(got[2] == errc::chroot_missing);
 }
 
-TEST_CASE("lease: a guarded write checks the node in the same transaction; a failed check is lock_lost")
+TEST_CASE("lease: a guarded write checks the node in the same transaction, a failed check is lock_lost")
 {
     asio::io_context io;
     auto port = std::make_shared<fake_port>(io);
