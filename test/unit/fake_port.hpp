@@ -183,6 +183,19 @@ public:
             if (auto o = w.lock()) o->on_shutdown(g);
     }
 
+    /// Lets go of every request not answered and every wait for a connection: what they hold (an
+    /// operation, and through it this port) is destroyed. Destroying one may make another request
+    /// (a lease let go releases its node): round again, a few times at most.
+    void drop_all()
+    {
+        for (int round = 0; round < 8 && (!pending_.empty() || !connected_waiters_.empty()); ++round) {
+            auto requests = std::move(pending_);
+            pending_.clear();
+            auto waiters = std::move(connected_waiters_);
+            connected_waiters_.clear();
+        }
+    }
+
     /// Runs whatever is ready on the executor (answers, posted steps), until nothing is.
     void run()
     {
@@ -220,6 +233,19 @@ private:
     std::vector<std::string> made_;
     std::vector<std::pair<std::uint64_t, detail::void_cb>> connected_waiters_;
     std::vector<std::weak_ptr<detail::session_observer>> observers_;
+};
+
+/// An io_context and a fake port on it, for one test. At the end the port lets go of what it still
+/// holds (requests never answered, waits), which would otherwise keep the operations, and through
+/// them the port, alive; then the context destroys the handlers still queued.
+struct fake_fixture {
+    boost::asio::io_context io;
+    std::shared_ptr<fake_port> port = std::make_shared<fake_port>(io);
+
+    fake_fixture() = default;
+    fake_fixture(const fake_fixture&) = delete;
+    fake_fixture& operator=(const fake_fixture&) = delete;
+    ~fake_fixture() { port->drop_all(); }
 };
 
 }  // namespace zklock::test

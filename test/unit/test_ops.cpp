@@ -49,8 +49,8 @@ detail::listing_cb record(listed& out)
 
 TEST_CASE("list_queue: a lone listing goes at once, a burst shares one")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     const detail::session_ptr s = port;
     listed a, b, c;
     detail::list_queue(s, "/l", record(a));
@@ -83,8 +83,8 @@ TEST_CASE("list_queue: a lone listing goes at once, a burst shares one")
 
 TEST_CASE("list_queue: paths are listed apart, an error gives an empty listing")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     listed a, b;
     detail::list_queue(port, "/a", record(a));
     detail::list_queue(port, "/b", record(b));
@@ -104,8 +104,8 @@ TEST_CASE("list_queue: paths are listed apart, an error gives an empty listing")
 
 TEST_CASE("list_queue: a burst not yet sent when the context shuts down is buried, not called")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     listed a, b;
     detail::list_queue(port, "/l", record(a));
     detail::list_queue(port, "/l", record(b));  // waits for a posted send
@@ -120,8 +120,8 @@ TEST_CASE("list_queue: a burst not yet sent when the context shuts down is burie
 
 TEST_CASE("create_containers: the directory first, then missing parents bottom-up")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     std::optional<error_code> done;
     detail::create_containers(port, "/a/b/c", [&](error_code ec) { done = ec; });
     port->answer("create", "/a/b/c", {.ec = zk_errc::no_node});
@@ -144,8 +144,8 @@ TEST_CASE("create_containers: the directory first, then missing parents bottom-u
 
 TEST_CASE("create_containers: a missing first component is a missing chroot, errors end it")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     std::optional<error_code> done;
     detail::create_containers(port, "/a", [&](error_code ec) { done = ec; });
     port->answer("create", "/a", {.ec = zk_errc::no_node});
@@ -164,8 +164,8 @@ TEST_CASE("create_containers: a missing first component is a missing chroot, err
 
 TEST_CASE("create_containers: a parent that keeps vanishing ends after bounded attempts")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     std::optional<error_code> done;
     detail::create_containers(port, "/a/b", [&](error_code ec) { done = ec; });
     // The server's container cleanup removes /a each time before /a/b is made.
@@ -184,8 +184,8 @@ TEST_CASE("create_containers: a parent that keeps vanishing ends after bounded a
 
 TEST_CASE("check_chroot: exists(\"/\") tells")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     std::vector<error_code> got;
     for (int i = 0; i < 3; ++i) detail::check_chroot(*port, [&](error_code ec) { got.push_back(ec); });
     port->answer("exists", "/", {.exists = zklock::stat{}});
@@ -218,8 +218,8 @@ void start_list(const std::shared_ptr<fake_port>& port, const std::string& path,
 
 TEST_CASE("async_list_queue: the path's data, the listing, then every node's data, pipelined")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     listing_result r;
     start_list(port, "/l", r);
     REQUIRE(port->pending().size() == 2);
@@ -246,8 +246,8 @@ TEST_CASE("async_list_queue: the path's data, the listing, then every node's dat
 
 TEST_CASE("async_list_queue: no such path asks whether the chroot is missing")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     for (const bool chroot_there : {true, false}) {
         CAPTURE(chroot_there);
         listing_result r;
@@ -265,8 +265,8 @@ TEST_CASE("async_list_queue: no such path asks whether the chroot is missing")
 
 TEST_CASE("async_list_queue: an invalid path sends nothing, a node's read error fails it")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     listing_result bad;
     start_list(port, "l/", bad);
     port->run();
@@ -292,8 +292,8 @@ TEST_CASE("async_list_queue: cancellation completes at once, in any step")
 {
     for (const int step : {0, 1}) {
         CAPTURE(step);
-        asio::io_context io;
-        auto port = std::make_shared<fake_port>(io);
+        fake_fixture fx;
+        auto& port = fx.port;
         asio::cancellation_signal sig;
         listing_result r;
         start_list(port, "/l", r, sig.slot());
@@ -343,8 +343,8 @@ struct outcome {
 
 TEST_CASE("lease: a release deletes the node, once")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     outcome first, second;
     ls->release(first.cb());
@@ -364,8 +364,8 @@ TEST_CASE("lease: an exclusive holder's release carries the handoff mark, by the
 {
     for (const std::size_t hint : {std::size_t{0}, std::size_t{128}, std::size_t{127}}) {
         CAPTURE(hint);
-        asio::io_context io;
-        auto port = std::make_shared<fake_port>(io);
+        fake_fixture fx;
+        auto& port = fx.port;
         port->extension<detail::queue_hints>().note(lock_dir, hint);
         auto ls = make_lease(port, true);
         outcome r;
@@ -392,8 +392,8 @@ TEST_CASE("lease: an exclusive holder's release carries the handoff mark, by the
 
 TEST_CASE("lease: a refused mark becomes the plain delete, a node gone already is released")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, true);
     outcome r;
     ls->release(r.cb());
@@ -416,8 +416,8 @@ TEST_CASE("lease: a refused mark becomes the plain delete, a node gone already i
 
 TEST_CASE("lease: a release cut off by a connection loss deletes again once connected")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     outcome r;
     ls->release(r.cb());
@@ -436,8 +436,8 @@ TEST_CASE("lease: a release cut off by a connection loss deletes again once conn
 
 TEST_CASE("lease: a release cut off, then the session expired: the node went with it")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     outcome r;
     ls->release(r.cb());
@@ -455,8 +455,8 @@ TEST_CASE("lease: a release cut off, then the session expired: the node went wit
 
 TEST_CASE("lease: its status follows the session, a deleted node is lock_lost")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     std::vector<lease_status> seen;
     outcome lost;
@@ -484,8 +484,8 @@ TEST_CASE("lease: its status follows the session, a deleted node is lock_lost")
 
 TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes the node, plainly")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto expired = make_lease(port, false);
     port->set_state(session_state::expired);
     CHECK(expired->status() == lease_status::lost);
@@ -504,8 +504,8 @@ TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes th
 
 TEST_CASE("lease: a revocation request in the node's data reaches its waiters")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     outcome revoked;
     ls->wait_revocation(revoked.cb());
@@ -562,8 +562,8 @@ void start_multi(const std::shared_ptr<fake_port>& port, std::vector<lock_spec> 
 
 TEST_CASE("multi_lock: the locks in canonical order, the leases in the caller's")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     multi_result_of r;
     start_multi(port, {lock_spec::exclusive("/b"), lock_spec::exclusive("/a")}, r);
     const std::string a = grant_alone(*port, "/a", 1);  // /a first, whatever the caller's order
@@ -579,8 +579,8 @@ TEST_CASE("multi_lock: the locks in canonical order, the leases in the caller's"
 
 TEST_CASE("multi_lock: a failure releases what was taken, then completes")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     multi_result_of r;
     start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
     const std::string a = grant_alone(*port, "/a", 1);
@@ -599,8 +599,8 @@ TEST_CASE("multi_lock: a failure releases what was taken, then completes")
 
 TEST_CASE("multi_lock: two specs on one path are refused, nothing sent")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     multi_result_of r;
     start_multi(port, {lock_spec::exclusive("/a"), lock_spec::shared("/a")}, r);
     port->run();
@@ -611,8 +611,8 @@ TEST_CASE("multi_lock: two specs on one path are refused, nothing sent")
 
 TEST_CASE("multi_lock: cancelled while the second waits: its node and the first lock are let go")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     asio::cancellation_signal sig;
     multi_result_of r;
     start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r, sig.slot());
@@ -663,8 +663,8 @@ void start_acquire(const std::shared_ptr<fake_port>& port, const std::string& di
 
 TEST_CASE("acquire: started while the connection is lost, it sends nothing until it is back")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     port->state_ = session_state::suspended;
     acquired r;
     start_acquire(port, "/l", r);
@@ -680,8 +680,8 @@ TEST_CASE("acquire: started while the connection is lost, it sends nothing until
 
 TEST_CASE("acquire: cancelled while the connection is lost, it completes at once, nothing sent")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     port->state_ = session_state::suspended;
     asio::cancellation_signal sig;
     acquired r;
@@ -724,8 +724,8 @@ void observe_next(const std::shared_ptr<detail::observer_state>& o, observed& r)
 
 TEST_CASE("election observer: a leader that came and went between two waits is not news")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto o = detail::start_observer(port, "/e");
     auto children = port->answer("get_children", "/e", {.children = {}});
     port->run();
@@ -768,8 +768,8 @@ TEST_CASE("election observer: a leader that came and went between two waits is n
 
 TEST_CASE("election observer: a new value of the same leader is news, the same one is not")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto o = detail::start_observer(port, "/e");
     port->answer("get_children", "/e", {.children = {candidate(1), candidate(2)}});
     port->run();
@@ -816,8 +816,8 @@ TEST_CASE("election observer: a new value of the same leader is news, the same o
 
 TEST_CASE("election: async_leader reads the first candidate that still exists")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     struct {
         std::optional<error_code> ec;
         leader_info info;
@@ -842,8 +842,8 @@ TEST_CASE("election: async_leader reads the first candidate that still exists")
 
 TEST_CASE("election: async_leader with no candidate, or no path, is no_leader, a missing chroot says so")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     std::vector<error_code> got;
     const auto record_ec = [&got](error_code ec, leader_info) { got.push_back(ec); };
     detail::initiate_leader(port, "/e", record_ec);
@@ -867,8 +867,8 @@ TEST_CASE("election: async_leader with no candidate, or no path, is no_leader, a
 
 TEST_CASE("lease: a guarded write checks the node in the same transaction, a failed check is lock_lost")
 {
-    asio::io_context io;
-    auto port = std::make_shared<fake_port>(io);
+    fake_fixture fx;
+    auto& port = fx.port;
     auto ls = make_lease(port, false);
     std::optional<error_code> ok, lost;
     std::vector<multi_result> ok_results;
