@@ -1,8 +1,7 @@
 // The election's own operations: the leader, an observer, proclaim (its recipe constant is in
 // src/recipes/election.cpp).
-#include "core/handler_util.hpp"
-#include "ops/requests.hpp"
 #include "ops/lease_state.hpp"
+#include "ops/read_machines.hpp"
 
 #include <zklock/election.hpp>
 
@@ -23,69 +22,55 @@ leader_info make_info(const queue_node& n, std::string data, const zklock::stat&
     return leader_info{n.name, std::move(data), n.seq, n.library, st};
 }
 
-// async_leader: one listing, then the data of the first candidate that still exists.
-class leader_op : public std::enable_shared_from_this<leader_op> {
-public:
-    leader_op(session_ptr s, std::string path, handler<error_code, leader_info> h)
-        : s_(std::move(s)), path_(std::move(path)), h_(std::move(h), s_->executor())
-    {
-    }
-
-    void start()
-    {
-        if (auto ec = validate_lock_path(path_)) return h_.post(s_->executor(), ec, leader_info{});
-        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->finish(asio::error::operation_aborted, {});
-        });
-        s_->get_children(path_, nullptr, [self = shared_from_this()](error_code ec, std::vector<std::string> children) {
-            if (ec == zk_errc::no_node) return self->check_chroot();
-            if (ec) return self->finish(ec, {});
-            self->queue_ = make_queue(children);
-            self->look();
-        });
-    }
-
-private:
-    void look()
-    {
-        if (!h_) return;
-        if (next_ == queue_.size()) return finish(errc::no_leader, {});
-        s_->get_data(join_path(path_, queue_[next_].name), nullptr,
-                     [self = shared_from_this()](error_code ec, std::string data, zklock::stat st) {
-                         if (ec == zk_errc::no_node) {
-                             ++self->next_;
-                             return self->look();
-                         }
-                         if (ec) return self->finish(ec, {});
-                         self->finish({}, make_info(self->queue_[self->next_], std::move(data), st));
-                     });
-    }
-
-    // No such path: no leader, unless it is the chroot that is missing.
-    void check_chroot()
-    {
-        detail::check_chroot(*s_, [self = shared_from_this()](error_code ec) {
-            self->finish(ec == errc::chroot_missing ? ec : error_code(errc::no_leader), {});
-        });
-    }
-
-    void finish(error_code ec, leader_info info)
-    {
-        if (h_) h_.complete(ec, std::move(info));
-    }
-
-    session_ptr s_;
-    std::string path_;
-    stored_handler<error_code, leader_info> h_;
-    std::vector<queue_node> queue_;
-    std::size_t next_ = 0;
-};
+bool same_leader(const leader_info& a, const leader_info& b) noexcept { return a.node == b.node && a.value == b.value; }
 
 }  // namespace
 
+void leader_machine::start(zk_steps& out)
+{
+    if (auto ec = validate_lock_path(path_)) return finish(ec);
+    out.get_children(listing, path_);
+}
+
+void leader_machine::resume(zk_steps& out, zk_outcome r)
+{
+    if (done_) return;
+    switch (r.tag) {
+    case listing:
+        if (r.ec == zk_errc::no_node) return out.check_chroot(chroot);
+        if (r.ec) return finish(r.ec);
+        queue_ = make_queue(r.children);
+        return look(out);
+    case chroot: return finish(r.ec == errc::chroot_missing ? r.ec : error_code(errc::no_leader));
+    case candidate:
+        if (r.ec == zk_errc::no_node) {
+            ++next_;
+            return look(out);
+        }
+        if (r.ec) return finish(r.ec);
+        return finish({}, make_info(queue_[next_], std::move(r.data), r.stat));
+    }
+}
+
+void leader_machine::cancel(zk_steps&, error_code why) { finish(why); }
+
+void leader_machine::look(zk_steps& out)
+{
+    if (next_ == queue_.size()) return finish(errc::no_leader);
+    out.get_data(candidate, join_path(path_, queue_[next_].name));
+}
+
+void leader_machine::finish(error_code ec, leader_info info)
+{
+    if (done_) return;
+    done_ = true;
+    ec_ = ec;
+    info_ = std::move(info);
+}
+
 void initiate_leader(session_ptr s, std::string path, handler<error_code, leader_info> h)
 {
-    std::make_shared<leader_op>(std::move(s), std::move(path), std::move(h))->start();
+    machine_op<leader_machine>::launch(std::move(s), leader_machine(std::move(path)), std::move(h));
 }
 
 void initiate_proclaim(std::shared_ptr<lease_state> s, election_names names, std::string value, handler<error_code> h)
@@ -105,21 +90,121 @@ void initiate_proclaim(std::shared_ptr<lease_state> s, election_names names, std
                            }});
 }
 
-// An observer: lists the candidates, then watches the first that exists (its data watch fires on
-// its deletion and on a new value). The next candidate listed leads once it is gone: a candidate
-// that joined after the listing has a larger sequence number than every listed one. It lists
-// again (with a child watch, for when there is none) only once every listed candidate is gone.
-class observer_state : public std::enable_shared_from_this<observer_state> {
+void observer_machine::start(zk_steps& out)
+{
+    if (auto ec = validate_lock_path(path_)) return fail(ec);
+    list(out);
+}
+
+void observer_machine::list(zk_steps& out)
+{
+    phase_ = phase::listing;
+    out.get_children(next_tag(), path_, true);
+}
+
+void observer_machine::look(zk_steps& out)
+{
+    if (next_ == candidates_.size()) return list(out);
+    phase_ = phase::candidate;
+    out.get_data(next_tag(), join_path(path_, candidates_[next_].name), true);
+}
+
+void observer_machine::watch_path(zk_steps& out)
+{
+    publish({});
+    phase_ = phase::path_exists;
+    out.exists(next_tag(), path_, true);
+}
+
+void observer_machine::resume(zk_steps& out, zk_outcome r)
+{
+    if (phase_ == phase::ended || r.tag != tag_) return;
+    // A watch's wait that failed (the session ended) is an error like a read's.
+    if (r.ec && r.ec != zk_errc::no_node) return on_error(out, r.ec);
+    switch (phase_) {
+    case phase::listing:
+        if (r.ec == zk_errc::no_node) {
+            phase_ = phase::chroot;
+            return out.check_chroot(next_tag());
+        }
+        candidates_ = make_queue(r.children);
+        next_ = 0;
+        if (!candidates_.empty()) return look(out);
+        publish({});
+        phase_ = phase::listing_watch;
+        return out.wait_watch(tag_);
+    case phase::listing_watch:
+    case phase::path_watch: return list(out);
+    case phase::chroot: return watch_path(out);
+    case phase::path_exists:
+        if (r.exists) return list(out);
+        phase_ = phase::path_watch;
+        return out.wait_watch(tag_);
+    case phase::candidate:
+        if (r.ec == zk_errc::no_node) {
+            ++next_;
+            return look(out);
+        }
+        publish(make_info(candidates_[next_], std::move(r.data), r.stat));
+        phase_ = phase::candidate_watch;
+        return out.wait_watch(tag_);
+    case phase::candidate_watch:
+        if (r.event.type == watch_event_type::deleted) ++next_;
+        return look(out);  // deleted: the next one; changed: the new value
+    case phase::reconnecting: return list(out);
+    case phase::ended: return;
+    }
+}
+
+void observer_machine::on_error(zk_steps& out, error_code ec)
+{
+    if (phase_ == phase::chroot && ec == errc::chroot_missing) return fail(ec);
+    if (!try_again(ec) || phase_ == phase::reconnecting) return fail(ec);
+    // Look again once connected: after a lost connection, the same session; after an expiry, the
+    // new one (if the session makes one: else the wait says why not).
+    phase_ = phase::reconnecting;
+    out.wait_connected(next_tag());
+}
+
+void observer_machine::publish(leader_info info)
+{
+    if (seen_ && same_leader(info, current_)) return;
+    seen_ = true;
+    current_ = std::move(info);
+}
+
+bool observer_machine::has_news() const noexcept
+{
+    if (failed_) return true;
+    return seen_ && !(delivered_any_ && same_leader(current_, delivered_));
+}
+
+std::pair<error_code, leader_info> observer_machine::take_news()
+{
+    if (failed_) return {failed_, leader_info{}};
+    delivered_any_ = true;
+    delivered_ = current_;
+    return {error_code{}, current_};
+}
+
+void observer_machine::fail(error_code ec)
+{
+    failed_ = ec;
+    phase_ = phase::ended;
+}
+
+// The observer's runner: performs its machine's steps and completes the one wait (next) with
+// its news. It lives as long as its election_observer (its waits hold it weakly).
+class observer_state final : public step_runner {
 public:
-    observer_state(session_ptr s, std::string path) : s_(std::move(s)), path_(std::move(path)) {}
+    observer_state(session_ptr s, std::string path) : step_runner(std::move(s), held::by_owner), m_(std::move(path)) {}
 
     void start()
     {
-        if (auto ec = validate_lock_path(path_)) return fail(ec);
-        list();
+        zk_steps out;
+        m_.start(out);
+        perform(out);
     }
-
-    const asio::any_io_executor& executor() const noexcept { return s_->executor(); }
 
     void next(handler<error_code, leader_info> h)
     {
@@ -129,9 +214,9 @@ public:
         }
         waiter_ = std::make_shared<stored_handler<error_code, leader_info>>(std::move(h), s_->executor());
         allow_cancel(waiter_, s_->executor());
-        // Never inside the call: a change already seen is delivered from a posted handler.
+        // Never inside the call: news already there is delivered from a posted handler.
         asio::post(s_->executor(), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->deliver();
+            if (auto self = weak.lock()) static_cast<observer_state&>(*self).deliver();
         });
     }
 
@@ -139,148 +224,29 @@ public:
     {
         if (stopped_) return;
         stopped_ = true;
-        if (watch_) watch_->cancel_wait();
-        watch_.reset();
+        drop_watch();
         if (waiter_ && *waiter_) waiter_->complete(asio::error::operation_aborted, leader_info{});
     }
 
 private:
-    void list()
+    void on_outcome(zk_outcome r) override
     {
         if (stopped_) return;
-        auto w = s_->make_watch();
-        watch_ = w;
-        s_->get_children(path_, w, [self = shared_from_this(), w](error_code ec, std::vector<std::string> children) {
-            if (self->stopped_ || w != self->watch_) return;
-            if (ec == zk_errc::no_node) return self->await_path();
-            if (ec) return self->on_error(ec);
-            self->candidates_ = make_queue(children);
-            self->next_ = 0;
-            if (self->candidates_.empty()) {
-                self->publish({});
-                return self->wait(w, [](observer_state& o, const watch_event&) { o.list(); });
-            }
-            self->look();
-        });
-    }
-
-    // No election path yet: no leader until it is created (an exists watch says when), unless
-    // the chroot itself is missing: then the observation ends.
-    void await_path()
-    {
-        auto probe = s_->make_watch();
-        watch_ = probe;
-        detail::check_chroot(*s_, [self = shared_from_this(), probe](error_code ec) {
-            if (self->stopped_ || probe != self->watch_) return;
-            if (ec == errc::chroot_missing) return self->fail(ec);
-            if (ec) return self->on_error(ec);
-            self->watch_path();
-        });
-    }
-
-    void watch_path()
-    {
-        publish({});
-        auto w = s_->make_watch();
-        watch_ = w;
-        s_->exists(path_, w, [self = shared_from_this(), w](error_code ec, std::optional<zklock::stat> st) {
-            if (self->stopped_ || w != self->watch_) return;
-            if (ec) return self->on_error(ec);
-            if (st) return self->list();
-            self->wait(w, [](observer_state& o, const watch_event&) { o.list(); });
-        });
-    }
-
-    void look()
-    {
-        if (stopped_) return;
-        if (next_ == candidates_.size()) return list();
-        auto w = s_->make_watch();
-        watch_ = w;
-        s_->get_data(join_path(path_, candidates_[next_].name), w,
-                     [self = shared_from_this(), w](error_code ec, std::string data, zklock::stat st) {
-                         if (self->stopped_ || w != self->watch_) return;
-                         if (ec == zk_errc::no_node) {
-                             ++self->next_;
-                             return self->look();
-                         }
-                         if (ec) return self->on_error(ec);
-                         self->publish(make_info(self->candidates_[self->next_], std::move(data), st));
-                         self->wait(w, [](observer_state& o, const watch_event& ev) {
-                             if (ev.type == watch_event_type::deleted) ++o.next_;
-                             o.look();  // deleted: the next one; changed: the new value
-                         });
-                     });
-    }
-
-    // Waits for `w` to fire, then `then(*this, event)`; the watch's waiter holds us weakly (we hold
-    // the watch).
-    template <class F> void wait(const std::shared_ptr<watch_state>& w, F then)
-    {
-        w->wait([weak = weak_from_this(), w, then](error_code ec, watch_event ev) {
-            auto self = weak.lock();
-            if (!self || self->stopped_ || w != self->watch_) return;
-            if (ec) return self->on_error(ec);
-            then(*self, ev);
-        });
-    }
-
-    void on_error(error_code ec)
-    {
-        if (!try_again(ec)) return fail(ec);
-        // Look again once connected: after a lost connection, the same session; after an expiry,
-        // the new one (if the session makes one: else wait_connected says why not).
-        watch_.reset();
-        s_->wait_connected(0, [weak = weak_from_this()](error_code e) {
-            auto self = weak.lock();
-            if (!self || self->stopped_) return;
-            if (e) return self->fail(e);
-            self->list();
-        });
-    }
-
-    void publish(leader_info info)
-    {
-        if (seen_ && same_leader(info, current_)) return;
-        seen_ = true;
-        current_ = std::move(info);
+        zk_steps out;
+        m_.resume(out, std::move(r));
+        if (m_.failed()) drop_watch();
+        perform(out);
         deliver();
     }
 
     void deliver()
     {
-        if (!waiter_ || !*waiter_) return;
-        if (failed_) return waiter_->complete(failed_, leader_info{});
-        // Only what differs from the last delivered: a leader that came and went between two
-        // waits is not news.
-        if (!seen_ || (delivered_any_ && same_leader(current_, delivered_))) return;
-        delivered_any_ = true;
-        delivered_ = current_;
-        waiter_->complete({}, current_);
+        if (!waiter_ || !*waiter_ || !m_.has_news()) return;
+        auto [ec, info] = m_.take_news();
+        waiter_->complete(ec, std::move(info));
     }
 
-    static bool same_leader(const leader_info& a, const leader_info& b) noexcept
-    {
-        return a.node == b.node && a.value == b.value;
-    }
-
-    void fail(error_code ec)
-    {
-        failed_ = ec;
-        watch_.reset();
-        deliver();
-    }
-
-    session_ptr s_;
-    std::string path_;
-    std::vector<queue_node> candidates_;  // the latest listing, in queue order
-    std::size_t next_ = 0;                // the candidate looked at (the leader, if it exists)
-    std::shared_ptr<watch_state> watch_;  // the one watch that counts; replies for another are stale
-    leader_info current_;
-    bool seen_ = false;                   // current_ is known
-    leader_info delivered_;               // what the last completed wait got
-    bool delivered_any_ = false;
-    error_code failed_;
+    observer_machine m_;
     bool stopped_ = false;
     std::shared_ptr<stored_handler<error_code, leader_info>> waiter_;
 };

@@ -1,3 +1,4 @@
+#include "ops/lease_machines.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
 
@@ -248,87 +249,57 @@ void lease_state::release(unique_function<void(error_code)> cb)
     remove_node(std::move(cb));
 }
 
-namespace {
+void remove_node_machine::start(zk_steps& out)
+{
+    if (mark_dir_.empty()) return out.remove(plain_delete, node_);
+    std::vector<multi_op> ops;
+    ops.reserve(2);
+    ops.push_back(multi_op::set_data(mark_dir_, handoff_mark(base_name(node_))));
+    ops.push_back(multi_op::remove(node_));
+    out.multi(marked_delete, std::move(ops));
+}
 
-// Deletes a lease's node until it is gone, across connection loss: an operation object, like
-// acquire_op and multi_acquire_op. Gone is gone: deleted now, already (a lost reply, someone
-// else), or with its session (which ended, or expired meanwhile).
-//
-// With a mark directory (an exclusive holder, see acquire_fsm::mark_on_release), the delete
-// carries the handoff: multi(set_data(lock path, handoff_mark(our name)), delete(our node)), one
-// transaction, so the mark exists only if our node left with it, as the head. A multi that fails
-// (our node is gone: it fails as a whole; the lock path refuses our write) becomes the plain
-// delete, and the successor lists as it would for any unmarked deletion.
-class remove_node_op : public std::enable_shared_from_this<remove_node_op> {
-public:
-    remove_node_op(session_ptr s, std::string node, std::uint64_t generation, std::string mark_dir,
-                   unique_function<void(error_code)> cb)
-        : s_(std::move(s)), node_(std::move(node)), generation_(generation), mark_dir_(std::move(mark_dir)),
-          cb_(std::move(cb))
-    {
-    }
-
-    void start()
-    {
-        // By the latest listing of the lock path this session saw (0: it does not remember the
-        // path's queue, it keeps a few).
-        if (!mark_dir_.empty() && !acquire_fsm::release_writes_mark(s_->extension<queue_hints>().hint(mark_dir_)))
-            mark_dir_.clear();
-        if (mark_dir_.empty()) {
-            s_->remove(node_, -1, [self = shared_from_this()](error_code ec) { self->on_removed(ec); });
-            return;
-        }
-        std::vector<multi_op> ops;
-        ops.reserve(2);
-        ops.push_back(multi_op::set_data(mark_dir_, handoff_mark(base_name(node_))));
-        ops.push_back(multi_op::remove(node_));
-        s_->multi(ops, [self = shared_from_this()](error_code ec, std::vector<multi_result> results) {
-            self->on_multi(ec, results);
-        });
-    }
-
-private:
-    void on_multi(error_code ec, const std::vector<multi_result>& results)
-    {
-        if (!ec) return done({});
+void remove_node_machine::resume(zk_steps& out, zk_outcome r)
+{
+    if (done_) return;
+    switch (r.tag) {
+    case marked_delete:
+        if (!r.ec) return finish({});
         // Connection loss and the session's end: as for the delete (the same multi again once
         // connected: if it was applied, it now fails on our node, which is gone).
-        if (is_retryable(ec) || ec == errc::not_connected || session_over(ec)) return on_removed(ec);
-        if (results.size() == 2 && results[1].ec == zk_errc::no_node) return done({});  // gone already
+        if (is_retryable(r.ec) || r.ec == errc::not_connected || session_over(r.ec)) return on_removed(out, r.ec);
+        if (r.results.size() == 2 && r.results[1].ec == zk_errc::no_node) return finish({});  // gone already
         mark_dir_.clear();  // the mark was refused (no_auth on the lock path...): delete plainly
-        start();
+        return start(out);
+    case plain_delete: return on_removed(out, r.ec);
+    case reconnect:
+        if (r.ec) return finish({});  // the node's session is over, and the node with it
+        return start(out);
     }
+}
 
-    void on_removed(error_code ec)
-    {
-        if (!ec || ec == zk_errc::no_node || session_over(ec)) return done({});
-        if (is_retryable(ec) || ec == errc::not_connected) {
-            // Again once connected within the node's session; if that session is over, so is the node.
-            return s_->wait_connected(generation_, [self = shared_from_this()](error_code ec2) {
-                if (ec2) return self->done({});
-                self->start();
-            });
-        }
-        done(ec);  // no_auth on a node someone re-ACLed: nothing more we can do
-    }
+void remove_node_machine::on_removed(zk_steps& out, error_code ec)
+{
+    if (!ec || ec == zk_errc::no_node || session_over(ec)) return finish({});
+    // Again once connected within the node's session; if that session is over, so is the node.
+    if (is_retryable(ec) || ec == errc::not_connected) return out.wait_connected(reconnect, generation_);
+    finish(ec);  // no_auth on a node someone re-ACLed: nothing more we can do
+}
 
-    void done(error_code ec)
-    {
-        if (cb_) cb_(ec);
-    }
-
-    session_ptr s_;
-    std::string node_;
-    std::uint64_t generation_;
-    std::string mark_dir_;
-    unique_function<void(error_code)> cb_;
-};
-
-}  // namespace
+void remove_node_machine::finish(error_code ec)
+{
+    done_ = true;
+    ec_ = ec;
+}
 
 void lease_state::remove_node(unique_function<void(error_code)> cb)
 {
-    std::make_shared<remove_node_op>(s_, node_, generation_, mark_dir_, std::move(cb))->start();
+    // The mark by the latest listing of the lock path this session saw (0: it does not remember
+    // the path's queue, it keeps a few).
+    std::string mark_dir = mark_dir_;
+    if (!mark_dir.empty() && !acquire_fsm::release_writes_mark(s_->extension<queue_hints>().hint(mark_dir))) mark_dir.clear();
+    machine_op<remove_node_machine, internal_completion<error_code>>::launch_internal(
+        s_, remove_node_machine(node_, generation_, std::move(mark_dir)), internal_completion<error_code>(std::move(cb)));
 }
 
 void lease_state::wait_lost(unique_function<void(error_code)> cb)
@@ -502,39 +473,17 @@ bool lease::revocation_requested() const noexcept { return state_ && state_->rev
 
 namespace zklock::detail {
 
-namespace {
-
-// One downgrade: read our node's data, then write the mark in front of it (on the version read,
-// so that a revocation request written in between is not overwritten: then read again).
-class downgrade_op : public std::enable_shared_from_this<downgrade_op> {
-public:
-    downgrade_op(std::shared_ptr<lease_state> s, handler<error_code> h)
-        : s_(std::move(s)), h_(std::move(h), s_->session()->executor())
-    {
+void downgrade_machine::resume(zk_steps& out, zk_outcome r)
+{
+    if (done_) return;
+    if (r.tag == read) {
+        if (r.ec) return finish(r.ec);
+        if (is_downgrade_mark(r.data)) return finish({});
+        return out.set_data(write, node_, downgrade_mark(r.data), r.stat.version);
     }
-
-    void read()
-    {
-        s_->session()->get_data(s_->node(), nullptr, [self = shared_from_this()](error_code ec, std::string data, zklock::stat st) {
-            if (ec) return self->finish(ec);
-            if (is_downgrade_mark(data)) return self->finish({});
-            self->s_->session()->set_data(self->s_->node(), downgrade_mark(data), st.version,
-                                          [self](error_code ec2, zklock::stat) {
-                                              if (ec2 == zk_errc::bad_version && ++self->tries_ < 8) return self->read();
-                                              self->finish(ec2);
-                                          });
-        });
-    }
-
-private:
-    void finish(error_code ec) { h_.complete(lease_write_error(*s_, ec, ec == zk_errc::no_node)); }
-
-    std::shared_ptr<lease_state> s_;
-    stored_handler<error_code> h_;
-    int tries_ = 0;
-};
-
-}  // namespace
+    if (r.ec == zk_errc::bad_version && ++tries_ < max_tries) return out.get_data(read, node_);
+    finish(r.ec);
+}
 
 void initiate_downgrade(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
@@ -543,7 +492,16 @@ void initiate_downgrade(std::shared_ptr<lease_state> s, handler<error_code> h)
     const auto node = parse_queue_view(base_name(s->node()));
     if (s->local_seq() != 0 || !node || node->what != &writer_recipe || node->library != lock_library::zklock)
         return post_now<error_code>(s, std::move(h), errc::invalid_argument);
-    std::make_shared<downgrade_op>(std::move(s), std::move(h))->read();
+    // The lease learns of a node found gone (lease_write_error) on the session's executor, before
+    // the handler runs.
+    auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
+    auto session = s->session();
+    auto path = s->node();
+    machine_op<downgrade_machine, internal_completion<error_code>>::launch_internal(
+        std::move(session), downgrade_machine(std::move(path)),
+        internal_completion<error_code>([s = std::move(s), sh](error_code ec) {
+            sh->complete(lease_write_error(*s, ec, ec == zk_errc::no_node));
+        }));
 }
 
 }  // namespace zklock::detail

@@ -1,6 +1,5 @@
 // async_list_queue and the public path helpers: the queue as the acquiring side sees it.
-#include "core/handler_util.hpp"
-#include "ops/requests.hpp"
+#include "ops/read_machines.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/path.hpp>
@@ -45,109 +44,88 @@ std::optional<std::int64_t> queue_sequence(std::string_view node) noexcept
 
 namespace zklock::detail {
 
-namespace {
+void list_queue_machine::start(zk_steps& out)
+{
+    if (auto ec = validate_lock_path(path_)) return finish(ec);
+    out.get_data(path_data, path_);
+    out.get_children(listing, path_);
+}
 
-// One listing, then the path's data and every node's data, all in flight at once: a session's
-// replies come in order, so the path's data is in before the listing, and the listing before the
-// nodes' data.
-class list_queue_op : public std::enable_shared_from_this<list_queue_op> {
-public:
-    list_queue_op(session_ptr s, std::string path, handler<error_code, queue_listing> h)
-        : s_(std::move(s)), path_(std::move(path)), h_(std::move(h), s_->executor())
-    {
+void list_queue_machine::resume(zk_steps& out, zk_outcome r)
+{
+    if (done_) return;
+    switch (r.tag) {
+    case path_data: {
+        const std::string_view prefix = "zklock-semaphore permits=";
+        const std::string& data = r.data;
+        if (r.ec || !data.starts_with(prefix)) return;
+        std::uint32_t n = 0;
+        auto [end, err] = std::from_chars(data.data() + prefix.size(), data.data() + data.size(), n);
+        if (err == std::errc() && end == data.data() + data.size() && data == permit_count_data(n)) out_.permits = n;
+        return;
     }
-
-    void start()
-    {
-        if (auto ec = validate_lock_path(path_)) return h_.post(s_->executor(), ec, queue_listing{});
-        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->finish(asio::error::operation_aborted);
-        });
-        auto self = shared_from_this();
-        s_->get_data(path_, nullptr, [self](error_code ec, std::string data, zklock::stat) {
-            const std::string_view prefix = "zklock-semaphore permits=";
-            if (ec || !data.starts_with(prefix)) return;
-            std::uint32_t n = 0;
-            auto [end, err] = std::from_chars(data.data() + prefix.size(), data.data() + data.size(), n);
-            if (err == std::errc() && end == data.data() + data.size() && data == permit_count_data(n)) self->out_.permits = n;
-        });
-        s_->get_children(path_, nullptr, [self](error_code ec, std::vector<std::string> children) {
-            if (ec == zk_errc::no_node) return self->check_chroot();
-            if (ec) return self->finish(ec);
-            self->on_children(children);
-        });
+    case listing:
+        if (r.ec == zk_errc::no_node) return out.check_chroot(chroot);
+        if (r.ec) return finish(r.ec);
+        return on_children(out, r.children);
+    case chroot: return finish(r.ec == errc::chroot_missing ? r.ec : error_code(zk_errc::no_node));
+    default: {
+        const std::size_t i = r.tag - node_data;
+        if (i >= out_.entries.size()) return;
+        auto& entry = out_.entries[i];
+        if (r.ec == zk_errc::no_node) entry.gone = true;
+        else if (r.ec) return finish(r.ec);
+        entry.data = std::move(r.data);
+        entry.stat = r.stat;
+        if (--pending_ == 0) finish({});
     }
-
-private:
-    // No such path: is it the chroot that is missing?
-    void check_chroot()
-    {
-        if (done_) return;
-        detail::check_chroot(*s_, [self = shared_from_this()](error_code ec) {
-            self->finish(ec == errc::chroot_missing ? ec : error_code(zk_errc::no_node));
-        });
     }
+}
 
-    void on_children(const std::vector<std::string>& children)
-    {
-        if (done_) return;
-        queue_ = make_queue(children);
-        out_.other_children = children.size() - queue_.size();
-        out_.entries.resize(queue_.size());
-        auto self = shared_from_this();
-        for (std::size_t i = 0; i < queue_.size(); ++i) {
-            auto& e = out_.entries[i];
-            e.name = queue_[i].name;
-            e.kind = queue_[i].kind;
-            e.library = queue_[i].library;
-            e.recipe = queue_[i].what->name;
-            e.sequence = queue_[i].seq;
-            ++pending_;
-            s_->get_data(join_path(path_, e.name), nullptr, [self, i](error_code ec, std::string data, zklock::stat st) {
-                if (self->done_) return;
-                auto& entry = self->out_.entries[i];
-                if (ec == zk_errc::no_node) entry.gone = true;
-                else if (ec) return self->finish(ec);
-                entry.data = std::move(data);
-                entry.stat = st;
-                if (--self->pending_ == 0) self->finish({});
-            });
-        }
-        if (pending_ == 0) finish({});
+void list_queue_machine::cancel(zk_steps&, error_code why) { finish(why); }
+
+void list_queue_machine::on_children(zk_steps& out, const std::vector<std::string>& children)
+{
+    queue_ = make_queue(children);
+    out_.other_children = children.size() - queue_.size();
+    out_.entries.resize(queue_.size());
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+        auto& e = out_.entries[i];
+        e.name = queue_[i].name;
+        e.kind = queue_[i].kind;
+        e.library = queue_[i].library;
+        e.recipe = queue_[i].what->name;
+        e.sequence = queue_[i].seq;
+        ++pending_;
+        out.get_data(node_data + static_cast<std::uint32_t>(i), join_path(path_, e.name));
     }
+    if (pending_ == 0) finish({});
+}
 
-    void finish(error_code ec)
-    {
-        if (done_) return;
-        done_ = true;
-        if (ec) return h_.complete(ec, queue_listing{});
-        // The rule every participant applies (evaluate): an exclusive node holds at the head, a
-        // shared one while no exclusive node is before it, a permit while fewer than `permits`
-        // permit nodes are before it.
-        for (std::size_t i = 0; i < queue_.size(); ++i) {
-            auto& e = out_.entries[i];
-            if (queue_[i].kind == node_kind::permit && out_.permits == 0) e.status = queue_entry::state::unknown;
-            else if (evaluate(queue_, i, queue_policy{queue_[i].kind, std::max<std::uint32_t>(out_.permits, 1)}).acquired)
-                e.status = queue_entry::state::holder;
-            else e.status = queue_entry::state::waiting;
-        }
-        h_.complete({}, std::move(out_));
+void list_queue_machine::finish(error_code ec)
+{
+    if (done_) return;
+    done_ = true;
+    ec_ = ec;
+    if (ec) {
+        out_ = {};
+        return;
     }
-
-    session_ptr s_;
-    std::string path_;
-    stored_handler<error_code, queue_listing> h_;
-    std::vector<queue_node> queue_;
-    queue_listing out_;
-    std::size_t pending_ = 0;
-    bool done_ = false;
-};
-
-}  // namespace
+    // The rule every participant applies (evaluate): an exclusive node holds at the head, a
+    // shared one while no exclusive node is before it, a permit while fewer than `permits` permit
+    // nodes are before it.
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+        auto& e = out_.entries[i];
+        if (queue_[i].kind == node_kind::permit && out_.permits == 0) e.status = queue_entry::state::unknown;
+        else if (evaluate(queue_, i, queue_policy{queue_[i].kind, std::max<std::uint32_t>(out_.permits, 1)}).acquired)
+            e.status = queue_entry::state::holder;
+        else e.status = queue_entry::state::waiting;
+    }
+}
 
 void initiate_list_queue(session_ptr s, std::string path, handler<error_code, queue_listing> h)
 {
-    std::make_shared<list_queue_op>(std::move(s), std::move(path), std::move(h))->start();
+    machine_op<list_queue_machine>::launch(std::move(s), list_queue_machine(std::move(path)), std::move(h));
 }
 
 }  // namespace zklock::detail

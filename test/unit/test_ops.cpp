@@ -898,3 +898,45 @@ TEST_CASE("lease: a guarded write checks the node in the same transaction, a fai
     CHECK(*lost == errc::lock_lost);
     CHECK(ls->status() == lease_status::lost);
 }
+
+TEST_CASE("lease: a writer's downgrade marks its node, a node found gone is lock_lost, a mutex cannot")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const std::string writer = "/l/x-0000000000000001-__WRIT__0000000005";
+    const auto downgrade = [&](const std::shared_ptr<detail::lease_state>& ls, std::optional<error_code>& got) {
+        detail::initiate_downgrade(ls, [&got](error_code ec) { got = ec; });
+    };
+    auto ls = std::make_shared<detail::lease_state>(port, writer, 42, port->generation_);
+    port->subscribe(ls);
+    ls->start(nullptr, false);
+    std::optional<error_code> got;
+    downgrade(ls, got);
+    port->answer("get_data", writer, {.data = "host:1", .stat = {.version = 2}});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "set_data");
+    CHECK(port->pending().front().data == detail::downgrade_mark("host:1"));
+    CHECK(port->pending().front().version == 2);
+    port->answer("set_data", writer);
+    port->run();
+    REQUIRE(got);
+    CHECK(!*got);
+    CHECK(ls->status() == lease_status::held);
+
+    got.reset();
+    downgrade(ls, got);
+    port->answer("get_data", writer, {.ec = zk_errc::no_node});
+    port->run();
+    REQUIRE(got);
+    CHECK(*got == errc::lock_lost);
+    CHECK(ls->status() == lease_status::lost);
+
+    auto mutex_lease = make_lease(port, false);
+    got.reset();
+    downgrade(mutex_lease, got);
+    port->run();
+    REQUIRE(got);
+    CHECK(*got == errc::invalid_argument);
+    CHECK(port->pending().empty());
+}
