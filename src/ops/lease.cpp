@@ -36,7 +36,7 @@ bool session_over(const error_code& ec) noexcept
 lease_state::lease_state(session_ptr s, std::string node, std::int64_t token, std::uint64_t generation,
                          std::string mark_dir, std::chrono::steady_clock::time_point granted)
     : s_(std::move(s)), node_(std::move(node)), token_(token), generation_(generation), mark_dir_(std::move(mark_dir)),
-      granted_(granted)
+      fsm_(generation), granted_(granted)
 {
 }
 
@@ -51,7 +51,7 @@ void lease_state::report_end(error_code lost_reason)
 
 void lease_state::start(std::shared_ptr<watch_state> adopted, bool revoke_seen)
 {
-    revoke_requested_ = revoke_seen;
+    if (revoke_seen) fsm_.revoke_seen();
     if (adopted) {
         node_watch_ = std::move(adopted);
         arm_node_watch();
@@ -60,7 +60,7 @@ void lease_state::start(std::shared_ptr<watch_state> adopted, bool revoke_seen)
 
 void lease_state::ensure_watch()
 {
-    if (node_watch_ || (status_ != lease_status::held && status_ != lease_status::suspended)) return;
+    if (node_watch_ || !fsm_.holds()) return;
     watch_node();
 }
 
@@ -73,7 +73,7 @@ void lease_state::watch_node()
     s_->get_data(node_, w, [weak, w](error_code ec, std::string data, zklock::stat) {
         auto self = weak.lock();
         if (!self || self->node_watch_ != w) return;
-        if (!ec) return self->on_node_data(data);
+        if (!ec) return self->apply(self->fsm_.node_data(data));
         self->node_watch_.reset();  // no watch was set
         if (ec == zk_errc::no_node) return self->set_lost(errc::lock_lost);
         if (is_retryable(ec)) {  // again once connected (an expiry reaches us through on_session_state)
@@ -95,7 +95,7 @@ void lease_state::arm_node_watch()
         auto self = weak.lock();
         if (!self || ec || self->node_watch_.get() != w) return;  // session-wide losses arrive through on_session_state
         self->node_watch_.reset();
-        if (self->status_ != lease_status::held && self->status_ != lease_status::suspended) return;
+        if (!self->fsm_.holds()) return;
         if (ev.type == watch_event_type::deleted) return self->set_lost(errc::lock_lost);
         // The data changed (a revocation request, or any other write): read it and watch on,
         // if anyone is listening; if not, the next one to ask sets the watch again.
@@ -103,30 +103,9 @@ void lease_state::arm_node_watch()
     });
 }
 
-void lease_state::on_node_data(const std::string& data)
-{
-    // A cohort's local holder hears of a request from the cohort's lease (make_local), never
-    // from its own read, which may be answered before the cohort's.
-    if (revoke_requested_ || data != revocation_request || local_release_) return;
-    on_revoked();
-}
-
-void lease_state::on_revoked()
-{
-    revoke_requested_ = true;
-    if (!local_release_ && s_->log().wants(log_level::info)) {
-        const auto slash = node_.rfind('/');
-        s_->log().event(log_level::info, "revocation requested: another client asks this holder to let go",
-                        std::string_view(node_).substr(0, slash == 0 ? 1 : slash), node_);
-    }
-    auto waiters = std::move(revoke_waiters_);
-    revoke_waiters_.clear();
-    for (auto& w : waiters) w({});
-}
-
 bool lease_state::revocation_requested() const noexcept
 {
-    if (revoke_requested_) return true;
+    if (fsm_.revoke_requested()) return true;
     auto src = revoke_source_.lock();
     return src && src->revocation_requested();
 }
@@ -149,65 +128,70 @@ void lease_state::follow_revocation()
         self->following_revocation_ = false;
         // A loss of the cohort's node reaches us through lose(); its release, only once every
         // local holder has released.
-        if (!ec && (self->status_ == lease_status::held || self->status_ == lease_status::suspended))
-            self->on_revoked();
+        if (!ec) self->apply(self->fsm_.revoked());
     });
 }
 
-void lease_state::set_status(lease_status st)
+void lease_state::apply(const lease_fsm::change& c)
 {
-    if (st == status_) return;
-    status_ = st;
-    auto waiters = std::move(status_waiters_);
-    status_waiters_.clear();
-    for (auto& w : waiters) w({}, st);
-}
-
-void lease_state::set_lost(error_code reason)
-{
-    if (status_ == lease_status::lost || status_ == lease_status::released) return;
-    lost_reason_ = reason;
-    const auto& log = s_->log();
-    if (!reported_end_ && log.wants(log_level::warning)) {  // (a cohort's own node: its holders say it)
+    const auto dir = [this] {
         const auto slash = node_.rfind('/');
-        log.event(log_level::warning, "lock lost: " + reason.message(), std::string_view(node_).substr(0, slash == 0 ? 1 : slash),
-                  node_);
+        return std::string_view(node_).substr(0, slash == 0 ? 1 : slash);
+    };
+    if (c.released) {
+        report_end({});
+        auto lost = std::move(lost_waiters_);
+        lost_waiters_.clear();
+        for (auto& w : lost) w(asio::error::operation_aborted);
+        auto revoke = std::move(revoke_waiters_);
+        revoke_waiters_.clear();
+        for (auto& w : revoke) w(asio::error::operation_aborted);
+        auto waiters = std::move(status_waiters_);
+        status_waiters_.clear();
+        for (auto& w : waiters) w({}, lease_status::released);
+        return;
     }
-    report_end(reason);
-    set_status(lease_status::lost);
-    auto waiters = std::move(lost_waiters_);
-    lost_waiters_.clear();
-    for (auto& w : waiters) w(reason);
-    auto revoke = std::move(revoke_waiters_);
-    revoke_waiters_.clear();
-    for (auto& w : revoke) w(reason);
+    if (c.lost) {
+        const auto reason = fsm_.lost_reason();
+        const auto& log = s_->log();
+        if (!reported_end_ && log.wants(log_level::warning))  // (a cohort's own node: its holders say it)
+            log.event(log_level::warning, "lock lost: " + reason.message(), dir(), node_);
+        report_end(reason);
+    }
+    if (c.status) {
+        auto waiters = std::move(status_waiters_);
+        status_waiters_.clear();
+        for (auto& w : waiters) w({}, fsm_.status());
+    }
+    if (c.lost) {
+        const auto reason = fsm_.lost_reason();
+        auto waiters = std::move(lost_waiters_);
+        lost_waiters_.clear();
+        for (auto& w : waiters) w(reason);
+        auto revoke = std::move(revoke_waiters_);
+        revoke_waiters_.clear();
+        for (auto& w : revoke) w(reason);
+    }
+    if (c.revoked) {
+        if (!local_release_ && s_->log().wants(log_level::info))
+            s_->log().event(log_level::info, "revocation requested: another client asks this holder to let go", dir(), node_);
+        auto waiters = std::move(revoke_waiters_);
+        revoke_waiters_.clear();
+        for (auto& w : waiters) w({});
+    }
 }
 
-void lease_state::on_session_state(session_state st, std::uint64_t generation)
-{
-    if (status_ == lease_status::lost || status_ == lease_status::released) return;
-    switch (st) {
-    case session_state::connected:
-        if (generation != generation_) set_lost(errc::session_expired);
-        else set_status(lease_status::held);
-        break;
-    case session_state::suspended: set_status(lease_status::suspended); break;
-    case session_state::expired: set_lost(errc::session_expired); break;
-    case session_state::closed: set_lost(errc::session_closed); break;
-    default: break;
-    }
-}
+void lease_state::set_lost(error_code reason) { apply(fsm_.lose(reason)); }
+
+void lease_state::on_session_state(session_state st, std::uint64_t generation) { apply(fsm_.session_changed(st, generation)); }
 
 void lease_state::on_presumed_expired()
 {
-    if (status_ != lease_status::held && status_ != lease_status::suspended) return;
-    // The session may yet come back (the server may not have expired it): our node must not go on
-    // blocking the queue for a holder that has been told it lost the lock. Plainly: the successor
-    // lists. (Cleared first: whoever hears of the loss may release the lease from set_lost.)
-    mark_dir_.clear();
-    set_lost(errc::session_expired);
-    if (local_release_ || status_ == lease_status::released) return;  // a cohort's local holder: the node is the cohort's to remove; or released meanwhile
-    remove_node({});
+    const auto c = fsm_.presumed_expired();
+    // Cleared first: whoever hears of the loss may release the lease from there.
+    if (c.remove_plainly) mark_dir_.clear();
+    apply(c);
+    if (c.remove_plainly && fsm_.status() != lease_status::released) remove_node({});
 }
 
 void lease_state::on_shutdown(graveyard& g)
@@ -223,21 +207,12 @@ void lease_state::on_shutdown(graveyard& g)
 
 void lease_state::release(unique_function<void(error_code)> cb)
 {
-    if (status_ == lease_status::released) {
+    const auto c = fsm_.release();
+    if (!c.released) {
         if (cb) cb(errc::already_released);
         return;
     }
-    status_ = lease_status::released;
-    report_end({});
-    auto lost = std::move(lost_waiters_);
-    lost_waiters_.clear();
-    for (auto& w : lost) w(asio::error::operation_aborted);
-    auto revoke = std::move(revoke_waiters_);
-    revoke_waiters_.clear();
-    for (auto& w : revoke) w(asio::error::operation_aborted);
-    auto waiters = std::move(status_waiters_);
-    status_waiters_.clear();
-    for (auto& w : waiters) w({}, lease_status::released);
+    apply(c);
     node_watch_.reset();
     if (local_release_) {
         // A cohort's local holder: the cohort hands the lock on (or deletes its node) and completes

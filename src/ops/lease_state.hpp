@@ -1,6 +1,7 @@
 // What a lease knows: its node, its token, and whether the session still backs it.
 #pragma once
 
+#include "ops/lease_fsm.hpp"
 #include "port/zk_port.hpp"
 
 #include <zklock/lease.hpp>
@@ -51,22 +52,24 @@ public:
     void make_local(std::uint64_t local_seq, release_hook on_release, const std::shared_ptr<lease_state>& node)
     {
         local_seq_ = local_seq;
+        fsm_.make_local();
         local_release_ = std::move(on_release);
         revoke_source_ = node;
     }
     /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
     void set_unmetered() noexcept { reported_end_ = true; }
 
-    lease_status status() const noexcept { return status_; }
+    lease_status status() const noexcept { return fsm_.status(); }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }
     std::uint64_t local_seq() const noexcept { return local_seq_; }
     std::uint64_t generation() const noexcept { return generation_; }
-    error_code lost_reason() const noexcept { return lost_reason_; }
+    error_code lost_reason() const noexcept { return fsm_.lost_reason(); }
     const session_ptr& session() const noexcept { return s_; }
 
 private:
-    void set_status(lease_status st);
+    /// Tells the waiters what `c` changed; logs and counts it.
+    void apply(const lease_fsm::change& c);
     /// Tells the session's metrics once that the lease stopped holding (released or lost).
     void report_end(error_code lost_reason);
     void set_lost(error_code reason);
@@ -86,21 +89,17 @@ private:
     std::int64_t token_;
     std::uint64_t generation_;
     std::string mark_dir_;
-    lease_status status_ = lease_status::held;
-    error_code lost_reason_;
+    lease_fsm fsm_;
     std::shared_ptr<watch_state> node_watch_;
     std::vector<unique_function<void(error_code)>> lost_waiters_;
     std::vector<unique_function<void(error_code, lease_status)>> status_waiters_;
     std::vector<unique_function<void(error_code)>> revoke_waiters_;
-    bool revoke_requested_ = false;
     std::chrono::steady_clock::time_point granted_;
     bool reported_end_ = false;
     std::uint64_t local_seq_ = 0;
     release_hook local_release_;  // cohort mode: see make_local
     std::weak_ptr<lease_state> revoke_source_;  // cohort mode: see make_local
     bool following_revocation_ = false;         // a waiter of revoke_source_'s is ours
-    void on_node_data(const std::string& data);
-    void on_revoked();
     void follow_revocation();
 };
 

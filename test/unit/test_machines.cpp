@@ -1,6 +1,7 @@
 // The sans-io machines of the reading operations (src/ops/read_machines.hpp), driven by hand: the
 // steps each asks for, what it makes of every outcome, error and cancellation in every state; and
 // the observer against a small model of an election, with random changes, interleavings and waits.
+#include "ops/lease_fsm.hpp"
 #include "ops/lease_machines.hpp"
 #include "ops/read_machines.hpp"
 
@@ -763,4 +764,144 @@ TEST_CASE("downgrade machine: already marked, errors, and a race that does not e
     }
     CHECK(reads == m_t::max_tries);
     CHECK(std::get<0>(m.take_result()) == zk_errc::bad_version);
+}
+
+// ---- lease_fsm ----
+
+TEST_CASE("lease fsm: suspended and back, lost for each reason, released at last")
+{
+    detail::lease_fsm f(7);
+    CHECK(f.status() == lease_status::held);
+    auto c = f.session_changed(session_state::suspended, 7);
+    CHECK(c.status);
+    CHECK(f.status() == lease_status::suspended);
+    c = f.session_changed(session_state::connecting, 7);
+    CHECK_FALSE(c.status);
+    c = f.session_changed(session_state::connected, 7);
+    CHECK(c.status);
+    CHECK(f.status() == lease_status::held);
+    c = f.node_data("anything");
+    CHECK_FALSE(c.revoked);
+    c = f.node_data(revocation_request);
+    CHECK(c.revoked);
+    CHECK(f.revoke_requested());
+    CHECK_FALSE(f.node_data(revocation_request).revoked);  // once
+    c = f.session_changed(session_state::connected, 8);     // another session: ours expired
+    CHECK(c.lost);
+    CHECK(c.status);
+    CHECK(f.status() == lease_status::lost);
+    CHECK(f.lost_reason() == errc::session_expired);
+    c = f.session_changed(session_state::closed, 8);
+    CHECK_FALSE((c.status || c.lost));
+    CHECK(f.lost_reason() == errc::session_expired);
+    c = f.release();
+    CHECK(c.released);
+    CHECK(f.status() == lease_status::released);
+    CHECK_FALSE(f.release().released);
+
+    for (auto [st, reason] : {std::pair{session_state::expired, error_code(errc::session_expired)},
+                              std::pair{session_state::closed, error_code(errc::session_closed)}}) {
+        detail::lease_fsm g(1);
+        CHECK(g.session_changed(st, 1).lost);
+        CHECK(g.lost_reason() == reason);
+    }
+    detail::lease_fsm h(1), local(1);
+    local.make_local();
+    CHECK(h.presumed_expired().remove_plainly);
+    CHECK(h.lost_reason() == errc::session_expired);
+    auto lc = local.presumed_expired();
+    CHECK(lc.lost);
+    CHECK_FALSE(lc.remove_plainly);  // the cohort's node, not this holder's to delete
+    detail::lease_fsm l2(1);
+    l2.make_local();
+    CHECK_FALSE(l2.node_data(revocation_request).revoked);  // it hears of one from the cohort
+    CHECK(l2.revoked().revoked);
+}
+
+TEST_CASE("lease fsm, property: its status changes as the session and the node say, and never after the end")
+{
+    // Random events (session states of the node's session and of another, presumed expiry, the
+    // node gone, its data, the cohort's revocation, the release), for local and plain holders.
+    for (unsigned seed = 1; seed <= 500; ++seed) {
+        CAPTURE(seed);
+        std::mt19937 rng(seed);
+        const auto roll = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+        const bool local = roll(3) == 0;
+        detail::lease_fsm f(5);
+        if (local) f.make_local();
+        int revocations = 0;
+        error_code reason_at_loss;
+        for (int i = 0; i < 40; ++i) {
+            const auto before = f.status();
+            const bool held_before = f.holds();
+            const bool revoke_before = f.revoke_requested();
+            detail::lease_fsm::change c;
+            std::optional<lease_status> expect;  // the status the event must lead to, where it decides one
+            const int e = roll(9);
+            switch (e) {
+            case 0:
+            case 1: {
+                const session_state states[] = {session_state::connecting, session_state::connected, session_state::suspended,
+                                                session_state::expired, session_state::closed};
+                const auto st = states[roll(5)];
+                const std::uint64_t gen = roll(4) == 0 ? 6 : 5;
+                c = f.session_changed(st, gen);
+                if (held_before) {
+                    if (st == session_state::suspended) expect = lease_status::suspended;
+                    if (st == session_state::connected) expect = gen == 5 ? lease_status::held : lease_status::lost;
+                    if (st == session_state::expired || st == session_state::closed) expect = lease_status::lost;
+                    if (st == session_state::closed) CHECK((f.lost_reason() == errc::session_closed));
+                    if (st == session_state::expired || (st == session_state::connected && gen != 5))
+                        CHECK(f.lost_reason() == errc::session_expired);
+                }
+                break;
+            }
+            case 2:
+                c = f.presumed_expired();
+                CHECK(c.remove_plainly == (held_before && !local));
+                if (held_before) expect = lease_status::lost;
+                break;
+            case 3:
+                c = f.lose(errc::lock_lost);
+                if (held_before) expect = lease_status::lost;
+                break;
+            case 4:
+            case 5: c = f.node_data(roll(2) ? std::string_view(revocation_request) : std::string_view("data")); break;
+            case 6: c = f.revoked(); break;
+            case 7:
+                c = f.release();
+                expect = lease_status::released;
+                CHECK(c.released == (before != lease_status::released));
+                break;
+            default: break;
+            }
+            if (e != 2) CHECK_FALSE(c.remove_plainly);
+            if (expect) CHECK(f.status() == *expect);
+            // A change is reported exactly when there is one.
+            CHECK(c.status == (f.status() != before));
+            CHECK(c.lost == (held_before && f.status() == lease_status::lost));
+            CHECK(c.released == (before != lease_status::released && f.status() == lease_status::released));
+            // Released is the end; lost leads only to released, keeping its reason.
+            if (before == lease_status::released) CHECK(f.status() == lease_status::released);
+            if (before == lease_status::lost) {
+                CHECK((f.status() == lease_status::lost || f.status() == lease_status::released));
+                CHECK(f.lost_reason() == reason_at_loss);
+            }
+            if (c.lost) {
+                CHECK(f.lost_reason());
+                reason_at_loss = f.lost_reason();
+            }
+            CHECK(static_cast<bool>(f.lost_reason()) == static_cast<bool>(reason_at_loss));
+            // A revocation request is told once; a local holder hears it only from the cohort,
+            // and only while it holds.
+            if (c.revoked) {
+                ++revocations;
+                CHECK_FALSE(revoke_before);
+                if (local) CHECK((e == 6 && held_before));
+                else CHECK((e == 4 || e == 5 || (e == 6 && held_before)));
+            }
+            CHECK(f.revoke_requested() == (revocations > 0));
+            CHECK(revocations <= 1);
+        }
+    }
 }
