@@ -1,7 +1,7 @@
-// multi_lock: the single acquires in canonical order, then (on failure) the releases, as one
-// operation object driven by the completions of its steps, like acquire_op.
-#include "core/deadline.hpp"
+// multi_lock: the single acquires in canonical order, then (on failure) the releases, as
+// multi_lock_fsm decides, like acquire_op drives acquire_fsm.
 #include "core/handler_util.hpp"
+#include "ops/multi_lock_fsm.hpp"
 #include "port/zk_port.hpp"
 
 #include <zklock/detail/acquire_fwd.hpp>
@@ -12,7 +12,6 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
-#include <numeric>
 
 namespace zklock::detail {
 
@@ -29,118 +28,98 @@ queue_policy policy_of(const lock_spec& spec)
     return {mutex_recipe};
 }
 
+// The driver of multi_lock_fsm: performs its actions (the single acquires, the releases, the
+// grace's timer) and feeds their completions back.
 class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
 public:
     using results = std::vector<lease>;
+    using kind = multi_lock_fsm::kind;
 
     multi_acquire_op(session_ptr s, std::vector<lock_spec> specs, lock_options options,
                      std::optional<steady::duration> timeout, handler<error_code, results> h)
-        : s_(std::move(s)), specs_(std::move(specs)), options_(std::make_shared<const lock_options>(std::move(options))), h_(std::move(h), s_->executor()),
-          taken_(specs_.size())
+        : s_(std::move(s)), specs_(std::move(specs)), options_(std::make_shared<const lock_options>(std::move(options))),
+          h_(std::move(h), s_->executor()), taken_(specs_.size()), fsm_(specs_, timeout, steady::now())
     {
-        // A timeout <= 0 means "try once", as for the single locks: each lock is tried once, all or
-        // nothing. Otherwise one deadline (saturated: duration::max() never overflows) covers the set.
-        try_only_ = timeout && *timeout <= steady::duration::zero();
-        if (timeout && !try_only_) deadline_ = deadline_after(*timeout);
     }
 
     void start()
     {
-        order_.resize(specs_.size());
-        std::iota(order_.begin(), order_.end(), std::size_t{0});
-        std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
-            return std::tie(specs_[a].path, specs_[a].type) < std::tie(specs_[b].path, specs_[b].type);
-        });
-        bool bad = specs_.empty();
-        for (std::size_t i = 1; i < order_.size(); ++i) bad = bad || specs_[order_[i]].path == specs_[order_[i - 1]].path;
-        if (bad) return h_.post(s_->executor(), errc::invalid_argument, results());
-        // Every cancellation type, the same way: the acquire in flight undoes itself (it gets the
-        // signal), and we release what was taken.
-        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->cancel();
-        });
         in_initiation_ = true;
-        step();
+        auto first = fsm_.start(steady::now());
+        if (!fsm_.done()) {
+            // Every cancellation type, the same way: the acquire in flight undoes itself (it gets
+            // the signal), and we release what was taken.
+            on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
+                if (auto self = weak.lock()) self->perform(self->fsm_.cancel());
+            });
+        }
+        perform(first);
         in_initiation_ = false;
     }
 
 private:
-    void step()
+    void perform(const multi_lock_fsm::action& a)
     {
-        if (next_ == order_.size()) return complete({});
-        std::optional<steady::duration> left;
-        if (deadline_) {
-            left = time_left(*deadline_);
-            if (*left <= steady::duration::zero()) return fail(errc::timeout);
+        switch (a.what) {
+        case kind::none: return;
+        case kind::acquire: return acquire(a.index, a.time_left);
+        case kind::cancel_acquire: return child_.emit(asio::cancellation_type::total);  // it completes with operation_aborted
+        case kind::release: return release();
+        case kind::arm_grace: return arm_grace();
+        case kind::complete: return complete(a);
         }
-        const std::size_t idx = order_[next_];
-        acquire_request req{std::make_shared<const std::string>(specs_[idx].path), policy_of(specs_[idx]), try_only_,
+    }
+
+    void acquire(std::size_t idx, std::optional<steady::duration> left)
+    {
+        acquire_request req{std::make_shared<const std::string>(specs_[idx].path), policy_of(specs_[idx]), fsm_.try_only(),
                             false, false, left, options_, nullptr};
-        acquiring_ = true;
         initiate_acquire(s_, std::move(req),
                          asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {
-                             self->on_acquired(idx, ec, std::move(l));
+                             if (!ec) self->taken_[idx] = std::move(l);
+                             self->perform(self->fsm_.acquired(ec, steady::now()));
                          }));
     }
 
-    void on_acquired(std::size_t idx, error_code ec, lease l)
+    // Releases what was taken, then completes: once the releases are done, or when the cleanup
+    // grace has passed, whichever comes first. A release the server has not confirmed by then
+    // goes on in the background (a lease's release is retried across reconnects), counted as a
+    // background cleanup.
+    void release()
     {
-        acquiring_ = false;
-        if (ec) return fail(ec);
-        taken_[idx] = std::move(l);
-        ++next_;
-        if (cancelled_) return fail(asio::error::operation_aborted);
-        step();
-    }
-
-    void cancel()
-    {
-        if (cancelled_ || failure_ || done_) return;
-        cancelled_ = true;
-        if (acquiring_) child_.emit(asio::cancellation_type::total);  // it completes with operation_aborted
-        // Between steps nothing is in flight: step() runs only from on_acquired, which sees cancelled_.
-    }
-
-    // Releases what was taken, then completes with `ec`: once the releases are done, or when the
-    // cleanup grace has passed, whichever comes first. A release the server has not confirmed by
-    // then goes on in the background (a lease's release is retried across reconnects), counted
-    // as a background cleanup.
-    void fail(error_code ec)
-    {
-        failure_ = ec;
-        auto self = shared_from_this();
+        const auto count = static_cast<std::size_t>(std::count_if(taken_.begin(), taken_.end(), [](const lease& l) { return l.owns_lock(); }));
+        const auto next = fsm_.releasing(count);
+        if (next.what == kind::complete) return perform(next);
         for (auto& l : taken_) {
             if (!l.owns_lock()) continue;
-            ++releasing_;
-            l.async_release([self](error_code) {
-                --self->releasing_;
+            l.async_release([self = shared_from_this()](error_code) {
                 if (self->backgrounded_ > 0) {
                     --self->backgrounded_;
                     self->s_->metrics().background_cleanup_done();
-                } else if (self->releasing_ == 0) {
-                    self->complete(self->failure_);
                 }
+                self->perform(self->fsm_.released());
             });
         }
-        if (releasing_ == 0) return complete(failure_);
+        perform(next);
+    }
+
+    void arm_grace()
+    {
         grace_ = std::make_unique<asio::steady_timer>(s_->executor(), cleanup_grace);
-        grace_->async_wait([self](error_code e) {
-            if (e || self->done_) return;
-            self->backgrounded_ = self->releasing_;
-            for (std::size_t i = 0; i < self->backgrounded_; ++i) self->s_->metrics().background_cleanup_started();
-            self->complete(self->failure_);
+        grace_->async_wait([self = shared_from_this()](error_code e) {
+            if (!e) self->perform(self->fsm_.grace_passed());
         });
     }
 
-    void complete(error_code ec)
+    void complete(const multi_lock_fsm::action& a)
     {
-        if (done_) return;
-        done_ = true;
         if (grace_) grace_->cancel();
+        backgrounded_ = a.backgrounded;
+        for (std::size_t i = 0; i < backgrounded_; ++i) s_->metrics().background_cleanup_started();
         results r;
-        if (!ec) r = std::move(taken_);
-        if (in_initiation_) h_.post(s_->executor(), ec, std::move(r));
-        else h_.complete(ec, std::move(r));
+        if (!a.ec) r = std::move(taken_);
+        if (in_initiation_) h_.post(s_->executor(), a.ec, std::move(r));
+        else h_.complete(a.ec, std::move(r));
     }
 
     session_ptr s_;
@@ -148,18 +127,10 @@ private:
     std::shared_ptr<const lock_options> options_;
     stored_handler<error_code, results> h_;
     std::vector<lease> taken_;  // in the order of specs_
-    std::vector<std::size_t> order_;
-    std::size_t next_ = 0;      // into order_
-    bool try_only_ = false;
-    std::optional<steady::time_point> deadline_;
+    multi_lock_fsm fsm_;
     asio::cancellation_signal child_;  // to the single acquire in flight
-    bool acquiring_ = false;
-    bool cancelled_ = false;
-    bool done_ = false;
     bool in_initiation_ = false;
-    error_code failure_;
-    std::size_t releasing_ = 0;
-    std::size_t backgrounded_ = 0;  // releases still running after the grace (see fail)
+    std::size_t backgrounded_ = 0;  // releases still running after the grace (see release)
     std::unique_ptr<asio::steady_timer> grace_;
 };
 

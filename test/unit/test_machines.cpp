@@ -3,6 +3,7 @@
 // the observer against a small model of an election, with random changes, interleavings and waits.
 #include "ops/lease_fsm.hpp"
 #include "ops/lease_machines.hpp"
+#include "ops/multi_lock_fsm.hpp"
 #include "ops/read_machines.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
@@ -903,5 +904,141 @@ TEST_CASE("lease fsm, property: its status changes as the session and the node s
             CHECK(f.revoke_requested() == (revocations > 0));
             CHECK(revocations <= 1);
         }
+    }
+}
+
+// ---- multi_lock_fsm ----
+
+namespace {
+
+using mk = detail::multi_lock_fsm::kind;
+using steady = std::chrono::steady_clock;
+
+const std::vector<lock_spec> three{lock_spec::exclusive("/c"), lock_spec::shared("/a"), lock_spec::semaphore("/b", 2)};
+
+}  // namespace
+
+TEST_CASE("multi_lock fsm: canonical order under one deadline, the clock an input")
+{
+    const auto t0 = steady::time_point{} + std::chrono::hours(1);
+    detail::multi_lock_fsm f(three, std::chrono::seconds(10), t0);
+    CHECK(f.order() == std::vector<std::size_t>{1, 2, 0});
+    auto a = f.start(t0);
+    REQUIRE(a.what == mk::acquire);
+    CHECK(a.index == 1);
+    CHECK(a.time_left == std::chrono::seconds(10));
+    a = f.acquired({}, t0 + std::chrono::seconds(4));
+    REQUIRE(a.what == mk::acquire);
+    CHECK(a.index == 2);
+    CHECK(a.time_left == std::chrono::seconds(6));
+    a = f.acquired({}, t0 + std::chrono::seconds(9));
+    CHECK(a.index == 0);
+    CHECK(a.time_left == std::chrono::seconds(1));
+    a = f.acquired({}, t0 + std::chrono::seconds(12));  // the last one came in late: it holds, all do
+    CHECK(a.what == mk::complete);
+    CHECK(!a.ec);
+    CHECK(f.done());
+
+    detail::multi_lock_fsm none(three, std::nullopt, t0), once(three, std::chrono::seconds(0), t0);
+    CHECK_FALSE(none.start(t0).time_left);
+    CHECK(once.try_only());
+    CHECK_FALSE(once.start(t0).time_left);
+}
+
+TEST_CASE("multi_lock fsm: refused sets, the deadline passing between two locks, a failure")
+{
+    const auto t0 = steady::time_point{} + std::chrono::hours(1);
+    for (const auto& bad : {std::vector<lock_spec>{}, std::vector<lock_spec>{lock_spec::exclusive("/a"), lock_spec::shared("/a")}}) {
+        detail::multi_lock_fsm f(bad, std::chrono::seconds(1), t0);
+        auto a = f.start(t0);
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == errc::invalid_argument);
+    }
+    {
+        detail::multi_lock_fsm f(three, std::chrono::seconds(1), t0);
+        f.start(t0);
+        auto a = f.acquired({}, t0 + std::chrono::seconds(1));  // none left for the next one
+        REQUIRE(a.what == mk::release);
+        a = f.releasing(1);
+        REQUIRE(a.what == mk::arm_grace);
+        a = f.released();
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == errc::timeout);
+        CHECK(a.backgrounded == 0);
+    }
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        f.acquired({}, t0);
+        auto a = f.acquired(errc::would_block, t0);
+        REQUIRE(a.what == mk::release);
+        a = f.releasing(1);
+        REQUIRE(a.what == mk::arm_grace);
+        a = f.grace_passed();  // the release not confirmed yet: it goes on in the background
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == errc::would_block);
+        CHECK(a.backgrounded == 1);
+        CHECK(f.released().what == mk::none);
+        CHECK(f.grace_passed().what == mk::none);
+    }
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        auto a = f.acquired(zk_errc::no_auth, t0);  // the first fails: nothing to release
+        REQUIRE(a.what == mk::release);
+        a = f.releasing(0);
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == zk_errc::no_auth);
+    }
+}
+
+TEST_CASE("multi_lock fsm: a cancel in every state")
+{
+    const auto t0 = steady::time_point{} + std::chrono::hours(1);
+    const auto aborted = error_code(asio::error::operation_aborted);
+    SUBCASE("while the first acquires: it is cancelled, nothing to release")
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        CHECK(f.cancel().what == mk::cancel_acquire);
+        CHECK(f.cancel().what == mk::none);  // once
+        auto a = f.acquired(aborted, t0);
+        REQUIRE(a.what == mk::release);
+        a = f.releasing(0);
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == aborted);
+    }
+    SUBCASE("while the second acquires: it is cancelled, the first released")
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        f.acquired({}, t0);
+        CHECK(f.cancel().what == mk::cancel_acquire);
+        REQUIRE(f.acquired(aborted, t0).what == mk::release);
+        REQUIRE(f.releasing(1).what == mk::arm_grace);
+        auto a = f.released();
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == aborted);
+    }
+    SUBCASE("the acquire completed before the cancel reached it: released all the same")
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        f.cancel();
+        REQUIRE(f.acquired({}, t0).what == mk::release);
+        REQUIRE(f.releasing(1).what == mk::arm_grace);
+        CHECK(f.released().ec == aborted);
+    }
+    SUBCASE("while releasing after a failure, and after the end: nothing more")
+    {
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        f.acquired({}, t0);
+        f.acquired(errc::timeout, t0);
+        f.releasing(1);
+        CHECK(f.cancel().what == mk::none);
+        auto a = f.released();
+        CHECK(a.ec == errc::timeout);
+        CHECK(f.cancel().what == mk::none);
     }
 }
