@@ -1,17 +1,15 @@
 // The fixture of the `zklock` command-line tests: the binary (and any other program) run as a
 // real process, its status, stdout and stderr, and tables of runs with what each must leave.
 //
-// Every child process is started with PR_SET_PDEATHSIG (a crashed test leaves nothing running),
-// killed by the fixture at the end of its test case, and every wait is bounded.
+// Every child process is a support/process_util.hpp child_process: started with PR_SET_PDEATHSIG
+// (a crashed test leaves nothing running) and killed at the end of its test case; every wait is
+// bounded.
 #pragma once
 
 #include "../common.hpp"
 #include "server.hpp"
-#include "support/failure.hpp"
+#include "support/process_util.hpp"
 
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -28,9 +26,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef ZKLOCK_CLI_PATH
@@ -46,13 +41,7 @@ using clock_type = std::chrono::steady_clock;
 inline constexpr int st_usage = 64, st_unavailable = 69, st_not_acquired = 75, st_lost = 79, st_interrupted = 80,
                      st_revoked = 81;
 
-inline std::string slurp(const fs::path& p)
-{
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
+inline std::string slurp(const fs::path& p) { return detail::read_file_from(p); }
 
 inline std::vector<std::string> lines_of(const std::string& text)
 {
@@ -91,32 +80,8 @@ inline std::string host_name()
 inline const char* signal_text(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
 
 /// One process started by a test: stdout and stderr go to files named after it.
-struct process {
+struct process : child_process {
     std::string name;
-    pid_t pid = -1;
-    std::string out_file, err_file;
-    std::optional<int> status;  // the shell's convention: exit code, or 128+N for signal N
-
-    std::string out() const { return slurp(out_file); }
-    std::string err() const { return slurp(err_file); }
-
-    bool poll()
-    {
-        if (status || pid <= 0) return true;
-        int ws = 0;
-        if (::waitpid(pid, &ws, WNOHANG) != pid) return false;
-        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-        return true;
-    }
-    void signal(int sig)
-    {
-        if (!poll()) ::kill(pid, sig);
-    }
-};
-
-struct start_options {
-    std::vector<std::string> env;  // "NAME=value" added to (or replacing in) the environment
-    int controlling_tty = -1;      // a pty slave: the process becomes a session leader with it
 };
 
 /// Waits (polling, so the io_context keeps serving the test's own session) until `p` exits.
@@ -224,31 +189,14 @@ struct run_case {
 class fixture {
 public:
     /// Runs against `servers` (none: usage errors).
-    explicit fixture(std::string server_list = {}) : servers(std::move(server_list))
-    {
-        std::string templ = (fs::temp_directory_path() / "zklock-cli.XXXXXX").string();
-        REQUIRE(::mkdtemp(templ.data()) != nullptr);
-        dir_ = templ;
-    }
-    ~fixture()
-    {
-        for (auto& p : procs_) {
-            if (p.poll()) continue;
-            ::kill(p.pid, SIGKILL);
-            int ws;
-            ::waitpid(p.pid, &ws, 0);
-        }
-        std::error_code ec;
-        if (!should_keep_files()) fs::remove_all(dir_, ec);
-        else std::fprintf(stderr, "kept %s\n", dir_.c_str());
-    }
+    explicit fixture(std::string server_list = {}) : servers(std::move(server_list)), dir_("zklock-cli") {}
     fixture(const fixture&) = delete;
     fixture& operator=(const fixture&) = delete;
 
     const std::string servers;
 
     /// A file in the scratch directory.
-    std::string operator/(const std::string& name) const { return (dir_ / name).string(); }
+    std::string operator/(const std::string& name) const { return dir_ / name; }
 
     /// The file process `name`'s COMMAND creates once it runs, by this fixture's conventions.
     std::string ready_file(const std::string& name) const { return *this / (name + ".ready"); }
@@ -269,11 +217,14 @@ public:
         co_return std::ref(*zk_);
     }
 
-    /// Starts `program ARGS...` (argv[0] a path) in the background.
-    process& start_program(const std::string& name, const std::vector<std::string>& argv, const start_options& so);
-    process& start_program(const std::string& name, const std::vector<std::string>& argv)
+    /// Starts `program ARGS...` (argv[0] a path) in the background, without the test's $ZK_SERVERS.
+    process& start_program(const std::string& name, const std::vector<std::string>& argv, child_options so = {})
     {
-        return start_program(name, argv, start_options{});
+        process& p = procs_.emplace_back();
+        p.name = name;
+        so.unset.push_back("ZK_SERVERS");
+        p.start(argv, *this / (name + ".out"), *this / (name + ".err"), so);
+        return p;
     }
 
     /// Starts `zklock --servers SERVERS ARGS...` in the background.
@@ -292,7 +243,7 @@ public:
     awaitable<result> run_argv(std::vector<std::string> args, std::vector<std::string> env)
     {
         args.insert(args.begin(), ZKLOCK_CLI_PATH);
-        start_options so;
+        child_options so;
         so.env = std::move(env);
         co_return co_await result_of(start_program("run" + std::to_string(procs_.size()), args, so));
     }
@@ -300,7 +251,7 @@ public:
     /// Runs `sh -c SCRIPT` to its end (bounded), with `env` added to the environment.
     awaitable<result> run_shell(const std::string& name, const std::string& script, const std::vector<std::string>& env)
     {
-        start_options so;
+        child_options so;
         so.env = env;
         return result_of(start_program(name, {"/bin/sh", "-c", script}, so), 60s);
     }
@@ -370,9 +321,9 @@ private:
         co_return std::ref(p);
     }
 
-    fs::path dir_;
+    scratch_dir dir_;
     std::optional<session> zk_;
-    std::deque<process> procs_;  // stable addresses
+    std::deque<process> procs_;  // stable addresses; destroyed (killed) before dir_
 };
 
 /// Runs `body(t)` as the test case's coroutine (run(), with its watchdog), `t` a fixture whose
@@ -393,60 +344,6 @@ template <class Body> void run_cli(std::string servers, Body body)
 
 /// The same with no server: usage errors and the like.
 template <class Body> void run_cli(Body body) { run_cli(std::string(), std::move(body)); }
-
-/// fork + execve with everything prepared before the fork (the test process may have threads).
-inline process& fixture::start_program(const std::string& name, const std::vector<std::string>& args,
-                                       const start_options& so)
-{
-    process& p = procs_.emplace_back();
-    p.name = name;
-    p.out_file = *this / (name + ".out");
-    p.err_file = *this / (name + ".err");
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-        std::string_view entry = *e;
-        const auto key = entry.substr(0, entry.find('=') + 1);
-        bool replaced = std::any_of(so.env.begin(), so.env.end(), [&](const std::string& x) { return x.starts_with(key); });
-        if (!replaced && !entry.starts_with("ZK_SERVERS=")) env_strings.emplace_back(entry);
-    }
-    env_strings.insert(env_strings.end(), so.env.begin(), so.env.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const int out = ::open(p.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int err = ::open(p.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    REQUIRE(out >= 0);
-    REQUIRE(err >= 0);
-    REQUIRE(null >= 0);
-    const pid_t parent = ::getpid();
-    p.pid = ::fork();
-    if (p.pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(126);
-        sigset_t none;
-        ::sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        if (so.controlling_tty >= 0) {
-            ::setsid();
-            ::ioctl(so.controlling_tty, TIOCSCTTY, 0);
-            ::dup2(so.controlling_tty, 0);
-        } else {
-            ::dup2(null, 0);
-        }
-        ::dup2(out, 1);
-        ::dup2(err, 2);
-        ::execve(argv[0], argv.data(), envp.data());
-        ::_exit(127);
-    }
-    ::close(out);
-    ::close(err);
-    ::close(null);
-    REQUIRE(p.pid > 0);
-    return p;
-}
 
 // ---- refusals and --help -----------------------------------------------------------------------
 

@@ -119,7 +119,7 @@ TEST_CASE("zklock cli: COMMAND's environment, fencing tokens, exit status and de
             tokens.push_back(std::stoll(lines[i].substr(0, space)));
             const std::string node = lines[i].substr(space + 1);
             CHECK(node.rfind(path + (i == 1 ? "/r-" : "/x-"), 0) == 0);
-            CHECK(detail::parse_queue_node(detail::base_name(node)).has_value());
+            CHECK(zklock::detail::parse_queue_node(zklock::detail::base_name(node)).has_value());
         }
         CHECK(tokens[0] > 0);
         CHECK(tokens[1] > tokens[0]);

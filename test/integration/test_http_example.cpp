@@ -3,7 +3,7 @@
 // answered, single-threaded servers, and the fencing token at work against a paused holder.
 #include "../common.hpp"
 #include "server.hpp"
-#include "support/failure.hpp"
+#include "support/process_util.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,58 +34,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::string slurp(const fs::path& p)
-{
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-struct scratch {
-    fs::path dir;
-    scratch()
-    {
-        std::string templ = (fs::temp_directory_path() / "zklock-http.XXXXXX").string();
-        REQUIRE(::mkdtemp(templ.data()) != nullptr);
-        dir = templ;
-    }
-    ~scratch()
-    {
-        std::error_code ec;
-        if (!should_keep_files()) fs::remove_all(dir, ec);
-        else std::fprintf(stderr, "kept %s\n", dir.c_str());
-    }
-    std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
-
-/// One http_counter process: stdout/stderr in files, SIGKILLed when the test ends however it ends.
-struct counter_server {
-    pid_t pid = -1;
-    std::string out_file, err_file;
+/// One http_counter process (support/process_util.hpp: killed when the test ends however it ends).
+struct counter_server : child_process {
     unsigned short port = 0;
-    std::optional<int> status;
-
-    counter_server() = default;
-    counter_server(const counter_server&) = delete;
-    counter_server& operator=(const counter_server&) = delete;
-    ~counter_server()
-    {
-        if (pid > 0 && !poll()) {
-            ::kill(pid, SIGKILL);
-            int ws;
-            ::waitpid(pid, &ws, 0);
-        }
-    }
-
-    bool poll()
-    {
-        if (status || pid <= 0) return true;
-        int ws = 0;
-        if (::waitpid(pid, &ws, WNOHANG) != pid) return false;
-        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-        return true;
-    }
 
     /// Threads of the process now (/proc/PID/task entries).
     int threads() const
@@ -101,32 +50,11 @@ struct counter_server {
     }
 };
 
-void start(counter_server& s, const scratch& dir, const std::string& name, const std::vector<std::string>& extra)
+void start(counter_server& s, const scratch_dir& dir, const std::string& name, const std::vector<std::string>& extra)
 {
     std::vector<std::string> args{HTTP_COUNTER_PATH, "--port", "0", "--address", "127.0.0.1"};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    s.out_file = dir / (name + ".out");
-    s.err_file = dir / (name + ".err");
-    const int out = ::open(s.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int err = ::open(s.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    REQUIRE(out >= 0);
-    REQUIRE(err >= 0);
-    const pid_t parent = ::getpid();
-    s.pid = ::fork();
-    if (s.pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(126);
-        ::dup2(out, 1);
-        ::dup2(err, 2);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    ::close(out);
-    ::close(err);
-    REQUIRE(s.pid > 0);
+    s.start(args, dir / (name + ".out"), dir / (name + ".err"));
 }
 
 /// Waits for "http_counter listening on 127.0.0.1:PORT".
@@ -135,13 +63,13 @@ awaitable<void> wait_listening(counter_server& s, std::chrono::milliseconds limi
     const auto deadline = clock_type::now() + limit;
     const std::string prefix = "http_counter listening on 127.0.0.1:";
     for (;;) {
-        const auto out = slurp(s.out_file);
+        const auto out = s.out();
         if (auto at = out.find(prefix); at != std::string::npos && out.find('\n', at) != std::string::npos) {
             s.port = static_cast<unsigned short>(std::stoi(out.substr(at + prefix.size())));
             co_return;
         }
-        REQUIRE_MESSAGE(!s.poll(), "http_counter exited with " << *s.status << ": " << slurp(s.err_file));
-        REQUIRE_MESSAGE(clock_type::now() < deadline, "http_counter did not start: " << slurp(s.err_file));
+        REQUIRE_MESSAGE(!s.poll(), "http_counter exited with " << *s.status << ": " << s.err());
+        REQUIRE_MESSAGE(clock_type::now() < deadline, "http_counter did not start: " << s.err());
         co_await sleep_for(10ms);
     }
 }
@@ -149,7 +77,7 @@ awaitable<void> wait_listening(counter_server& s, std::chrono::milliseconds limi
 /// SIGTERM, then (bounded) wait; SIGKILL if it does not stop. Returns the exit status.
 awaitable<int> stop(counter_server& s, std::chrono::milliseconds limit = 10s)
 {
-    if (!s.poll()) ::kill(s.pid, SIGTERM);
+    s.signal(SIGTERM);
     const auto deadline = clock_type::now() + limit;
     while (!s.poll() && clock_type::now() < deadline) co_await sleep_for(10ms);
     if (!s.poll()) {
@@ -233,7 +161,7 @@ double sample(const std::string& page, const std::string& name_and_labels)
 
 /// `promtool check metrics` (Debian's prometheus package) on `page`, fed on stdin: its exit status
 /// and output, or nullopt when promtool is not installed.
-std::optional<std::pair<int, std::string>> promtool_check(const scratch& dir, const std::string& page)
+std::optional<std::pair<int, std::string>> promtool_check(const scratch_dir& dir, const std::string& page)
 {
     const char* candidates[] = {"/usr/bin/promtool", "/usr/local/bin/promtool"};
     const char* tool = nullptr;
@@ -255,7 +183,7 @@ std::optional<std::pair<int, std::string>> promtool_check(const scratch& dir, co
 /// "value token" as the example writes it.
 std::pair<std::int64_t, std::int64_t> read_counter(const std::string& file)
 {
-    std::istringstream in(slurp(file));
+    std::istringstream in(test::detail::read_file_from(file));
     std::int64_t v = -1, t = -1;
     in >> v >> t;
     return {v, t};
@@ -268,7 +196,7 @@ TEST_CASE("http_counter: two instances, 16 concurrent clients, no lost update")
     run(
         []() -> awaitable<void> {
             auto ex = co_await asio::this_coro::executor;
-            scratch dir;
+            scratch_dir dir{"zklock-http"};
             const auto servers = shared_server().connect_string();
             const auto lock = unique_path("http-counter");
             const std::string file = dir / "counter";
@@ -358,7 +286,7 @@ TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        scratch dir;
+        scratch_dir dir{"zklock-http"};
         const auto servers = shared_server().connect_string();
         const auto lock = unique_path("http-busy");
         const std::string file = dir / "counter";
@@ -440,7 +368,7 @@ TEST_CASE("http_counter: a paused holder's write is fenced off after its session
     run(
         []() -> awaitable<void> {
             auto ex = co_await asio::this_coro::executor;
-            scratch dir;
+            scratch_dir dir{"zklock-http"};
             const auto servers = shared_server().connect_string();
             const auto lock = unique_path("http-paused");
             const std::string file = dir / "counter";

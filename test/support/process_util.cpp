@@ -1,17 +1,24 @@
 #include "support/process_util.hpp"
 
+#include "support/failure.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 extern char** environ;
@@ -125,3 +132,99 @@ process_result run_process(const std::vector<std::string>& args, std::chrono::mi
 }
 
 }  // namespace zklock::test::detail
+
+namespace zklock::test {
+
+namespace fs = std::filesystem;
+
+scratch_dir::scratch_dir(const std::string& prefix) : dir_(detail::make_temp_dir(prefix)) {}
+
+scratch_dir::~scratch_dir()
+{
+    std::error_code ec;
+    if (!should_keep_files()) fs::remove_all(dir_, ec);
+    else std::fprintf(stderr, "kept %s\n", dir_.c_str());
+}
+
+void child_process::start(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path,
+                          const child_options& options)
+{
+    out_file = out_path;
+    err_file = err_path;
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view entry = *e;
+        const auto name = entry.substr(0, entry.find('='));
+        const auto named = [&](std::string_view x) { return x.substr(0, x.find('=')) == name; };
+        if (std::none_of(options.env.begin(), options.env.end(), named) &&
+            std::none_of(options.unset.begin(), options.unset.end(), named))
+            env_strings.emplace_back(entry);
+    }
+    env_strings.insert(env_strings.end(), options.env.begin(), options.env.end());
+    std::vector<char*> argv, envp;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int open_error = errno;
+    const auto close_all = [&] {
+        for (int fd : {out, err, null})
+            if (fd >= 0) ::close(fd);
+    };
+    if (out < 0 || err < 0 || null < 0) {
+        close_all();
+        throw std::system_error(open_error, std::generic_category(), "open " + out_file + " or " + err_file);
+    }
+    const pid_t parent = ::getpid();
+    pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(126);
+        sigset_t none;
+        ::sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (options.controlling_tty >= 0) {
+            ::setsid();
+            ::ioctl(options.controlling_tty, TIOCSCTTY, 0);
+            ::dup2(options.controlling_tty, 0);
+        } else {
+            ::dup2(null, 0);
+        }
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
+    }
+    const int fork_error = errno;
+    close_all();
+    if (pid < 0) throw std::system_error(fork_error, std::generic_category(), "fork " + args.front());
+}
+
+bool child_process::poll()
+{
+    if (status || pid <= 0) return true;
+    int ws = 0;
+    if (::waitpid(pid, &ws, WNOHANG) != pid) return false;
+    status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    return true;
+}
+
+void child_process::signal(int sig)
+{
+    if (!poll()) ::kill(pid, sig);
+}
+
+void child_process::kill_and_reap()
+{
+    if (poll()) return;
+    ::kill(pid, SIGKILL);
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+}  // namespace zklock::test
