@@ -123,6 +123,7 @@ inline awaitable<int> terminate(process& p, std::chrono::milliseconds limit = 20
 struct result {
     int status = -1;
     std::string out, err;
+    double seconds = 0;  // from start to end, for a run of fixture::run_argv()
 };
 
 /// Waits (bounded, as finish()) until `p` exits; what it left.
@@ -142,12 +143,13 @@ inline awaitable<result> signal_and_finish(process& p, int sig, std::chrono::mil
     co_return co_await result_of(p, limit);
 }
 
-/// What a run must leave: its status, all of its stdout or stderr where given, and parts that
-/// they have or lack.
+/// What a run must leave: its status, all of its stdout or stderr where given, parts that they
+/// have or lack, and bounds on how long it took (0: none).
 struct expected {
     int status = 0;
     std::optional<std::string> out, err;
     std::vector<std::string> out_has, out_lacks, err_has, err_lacks;
+    double at_least = 0, under = 0;  // seconds
 };
 
 /// Checks what `r` left against `e`.
@@ -160,6 +162,8 @@ inline void check_expected(const result& r, const expected& e)
     for (const auto& part : e.out_lacks) CHECK_MESSAGE(!has(r.out, part), "stdout has: " << part << "\n" << r.out);
     for (const auto& part : e.err_has) CHECK_MESSAGE(has(r.err, part), "stderr lacks: " << part << "\n" << r.err);
     for (const auto& part : e.err_lacks) CHECK_MESSAGE(!has(r.err, part), "stderr has: " << part << "\n" << r.err);
+    if (e.at_least > 0) CHECK(r.seconds >= e.at_least);
+    if (e.under > 0) CHECK(r.seconds < e.under);
 }
 
 /// check_expected(), a failure naming the line of the call.
@@ -245,7 +249,10 @@ public:
         args.insert(args.begin(), ZKLOCK_CLI_PATH);
         child_options so;
         so.env = std::move(env);
-        co_return co_await result_of(start_program("run" + std::to_string(procs_.size()), args, so));
+        const auto t0 = clock_type::now();
+        auto r = co_await result_of(start_program("run" + std::to_string(procs_.size()), args, so));
+        r.seconds = seconds_since(t0);
+        co_return r;
     }
 
     /// Runs `sh -c SCRIPT` to its end (bounded), with `env` added to the environment.
@@ -285,6 +292,23 @@ public:
     awaitable<std::reference_wrapper<process>> holder(const std::string& name, const std::string& path, const A&... extra)
     {
         return start_ready(name, extra..., path, "--", "sh", "-c", ready_then_sleep(name));
+    }
+
+    /// Runs `zklock ARGS...` to its end (bounded), which must exit 0 with `n` lines on stdout; the lines.
+    template <class... A> awaitable<std::vector<std::string>> output_lines(std::size_t n, const A&... args)
+    {
+        const auto r = co_await run(args...);
+        CHECK_MESSAGE(r.status == 0, "stderr: " << r.err);
+        auto lines = lines_of(r.out);
+        REQUIRE_MESSAGE(lines.size() == n, "stdout:\n" << r.out);
+        co_return lines;
+    }
+
+    /// `sh -c` text for a COMMAND that sets `trap ACTION SIG`, creates ready_file(name), then loops
+    /// until it ends.
+    std::string trap_and_loop(const std::string& name, const std::string& action, const std::string& sig = "TERM") const
+    {
+        return "trap '" + action + "' " + sig + "; touch " + ready_file(name) + "; while :; do sleep 0.05; done";
     }
 
     /// Runs every row of `rows` in order, checks what each left (the row's command line captured)
@@ -400,13 +424,24 @@ inline std::vector<help_option> help_options(const std::string& help)
     return out;
 }
 
+/// `zklock --help` (status 0): its text, and the options it lists (at least 20).
+struct help_listing {
+    std::string text;
+    std::vector<help_option> options;
+};
+inline awaitable<help_listing> zklock_help(fixture& t)
+{
+    const auto help = co_await t.run("--help");
+    REQUIRE(help.status == 0);
+    help_listing listing{help.out, help_options(help.out)};
+    REQUIRE(listing.options.size() >= 20);
+    co_return listing;
+}
+
 // ---- COMMANDs and what zklock prints -----------------------------------------------------------
 
-/// `sh -c` text for a COMMAND that sets `trap ACTION SIG`, creates `ready`, then loops until it ends.
-inline std::string trap_and_loop(const std::string& action, const std::string& sig, const std::string& ready)
-{
-    return "trap '" + action + "' " + sig + "; touch " + ready + "; while :; do sleep 0.05; done";
-}
+/// A trap ACTION (fixture::trap_and_loop()) that appends "term" to `log` and exits 0.
+inline std::string log_term_and_exit(const std::string& log) { return "echo term >> " + log + "; exit 0"; }
 
 /// `sh -c` text that marks `name` ready, waits until the test creates `name`.go, then logs `name` end.
 inline std::string hold_until_go(const fixture& t, const std::string& name, const std::string& log)
@@ -427,13 +462,26 @@ inline std::vector<std::string> check_fields(const std::string& line, const std:
     return f;
 }
 
-/// Waits (bounded) until `p`'s stdout has `n` lines, and no more; the fields of the last of them.
-inline awaitable<std::vector<std::string>> fields_of_line(const process& p, std::size_t n)
+/// Waits (bounded) until `p`'s stdout has `n` lines, and no more; the fields of the last of them,
+/// checked as check_fields() does against `expected`.
+inline awaitable<std::vector<std::string>> fields_of_line(const process& p, std::size_t n,
+                                                          const std::vector<std::string>& expected)
 {
     std::vector<std::string> lines;
     co_await eventually([&] { return (lines = lines_of(p.out())).size() >= n; }, 20s);
-    REQUIRE(lines.size() == n);
-    co_return fields_of(lines[n - 1]);
+    REQUIRE_MESSAGE(lines.size() == n, p.out());
+    co_return check_fields(lines[n - 1], expected);
+}
+
+/// `p`, whose COMMAND ignores SIGTERM, ends with `status` (bounded): SIGKILL after --kill-after 1s,
+/// counted from `t0`, and stderr says so and why (`killed`).
+inline awaitable<void> check_killed(process& p, int status, clock_type::time_point t0, const std::string& killed)
+{
+    CHECK(co_await finish(p, 10s) == status);
+    CHECK(seconds_since(t0) >= 0.9);
+    CHECK(seconds_since(t0) < 6);
+    CHECK(has(p.err(), "sending SIGKILL"));
+    CHECK_MESSAGE(has(p.err(), killed), p.err());
 }
 
 /// The column each header word of `header` starts at ("POS STATE ..."), by word.

@@ -59,15 +59,15 @@ TEST_CASE("zklock cli: no server within --connect-timeout exits 69")
 {
     const auto nobody = "127.0.0.1:" + std::to_string(free_ports(1).front());  // nothing listens there
     run_cli(nobody, [](fixture& t) -> awaitable<void> {
-        const auto t0 = clock_type::now();
-        const auto r = co_await t.run("--servers", t.servers, "--connect-timeout", "1s", "/l", "--", "touch", t / "ran");
-        CHECK(seconds_since(t0) < 10);
-        check_run(r, {.status = st_unavailable,
-                      .err_has = {"no ZooKeeper server at " + t.servers + " accepted a session within 1s"}});
-        CHECK(lines_of(r.err).size() == 1);
+        const std::string none_within = "no ZooKeeper server at " + t.servers + " accepted a session within 1s";
+        const std::vector<run_case> runs{
+            {{"--servers", t.servers, "--connect-timeout", "1s", "/l", "--", "touch", t / "ran"},
+             {.status = st_unavailable, .err_has = {none_within}, .under = 10}},
+            {{"list", "--servers", t.servers, "--connect-timeout", "500ms", "/l"}, {.status = st_unavailable}},
+        };
+        const auto results = co_await t.expect(runs);
+        CHECK(lines_of(results[0].err).size() == 1);
         CHECK_FALSE(fs::exists(t / "ran"));
-        const auto l = co_await t.run("list", "--servers", t.servers, "--connect-timeout", "500ms", "/l");
-        CHECK(l.status == st_unavailable);
     });
 }
 
@@ -81,10 +81,7 @@ TEST_CASE("zklock cli: concurrent runs exclude each other")
         for (int i = 0; i < n; ++i)
             procs.push_back(&t.start("run" + std::to_string(i), path, "--", "sh", "-c", script));
         const auto t0 = clock_type::now();
-        for (auto* p : procs) {
-            REQUIRE(co_await wait_exit(*p, 30s));
-            CHECK(*p->status == 0);
-        }
+        for (auto* p : procs) CHECK(co_await finish(*p, 30s) == 0);
         CHECK(seconds_since(t0) >= 0.3 * n);  // serialised
         const auto lines = lines_of(slurp(log));
         REQUIRE(lines.size() == 2 * n);
@@ -111,19 +108,15 @@ TEST_CASE("zklock cli: COMMAND's environment, fencing tokens, exit status and de
         co_await t.expect(runs);
         const auto lines = lines_of(slurp(log));
         REQUIRE(lines.size() == 3);
-        std::vector<long long> tokens;
+        long long token = 0;
         for (std::size_t i = 0; i < lines.size(); ++i) {
             CAPTURE(lines[i]);
-            const auto space = lines[i].find(' ');
-            REQUIRE(space != std::string::npos);
-            tokens.push_back(std::stoll(lines[i].substr(0, space)));
-            const std::string node = lines[i].substr(space + 1);
-            CHECK(node.rfind(path + (i == 1 ? "/r-" : "/x-"), 0) == 0);
-            CHECK(zklock::detail::parse_queue_node(zklock::detail::base_name(node)).has_value());
+            const auto f = check_fields(lines[i], {"", ""});  // TOKEN NODE
+            const long long previous = std::exchange(token, std::stoll(f[0]));
+            CHECK(token > previous);  // above 0, and increasing
+            CHECK(f[1].rfind(path + (i == 1 ? "/r-" : "/x-"), 0) == 0);
+            CHECK(zklock::detail::parse_queue_node(zklock::detail::base_name(f[1])).has_value());
         }
-        CHECK(tokens[0] > 0);
-        CHECK(tokens[1] > tokens[0]);
-        CHECK(tokens[2] > tokens[1]);
 
         // COMMAND's status passes through; 128+N when signal N killed it; 127 / 126 when it
         // cannot be run. COMMAND gets our descriptors 0-2 (and whatever we inherited), not the
@@ -147,20 +140,15 @@ TEST_CASE("zklock cli: --try and --timeout exit 75 while another zklock holds th
         const auto path = unique_path("cli-try"), ran = t / "ran";
         process& holder = co_await t.holder("holder", path);
 
-        auto t0 = clock_type::now();
-        const auto tried = co_await t.run("--servers", t.servers, "--try", path, "--", "touch", ran);
-        CHECK(seconds_since(t0) < 5);
-        check_run(tried, {.status = st_not_acquired, .err_has = {"is taken (--try)"}});
-
-        t0 = clock_type::now();
-        const auto waited = co_await t.run("--servers", t.servers, "-w", "500ms", path, "touch", ran);
-        CHECK(seconds_since(t0) >= 0.5);
-        CHECK(seconds_since(t0) < 8);
-        check_run(waited, {.status = st_not_acquired, .err_has = {"timed out after 500ms"}});
-
-        // --shared does not get past an exclusive holder either; --timeout 0 means --try.
-        const auto shared = co_await t.run("--servers", t.servers, "--shared", "--timeout", "0", path, "touch", ran);
-        CHECK(shared.status == st_not_acquired);
+        const std::vector<run_case> refused{
+            {{"--servers", t.servers, "--try", path, "--", "touch", ran},
+             {.status = st_not_acquired, .err_has = {"is taken (--try)"}, .under = 5}},
+            {{"--servers", t.servers, "-w", "500ms", path, "touch", ran},
+             {.status = st_not_acquired, .err_has = {"timed out after 500ms"}, .at_least = 0.5, .under = 8}},
+            // --shared does not get past an exclusive holder either; --timeout 0 means --try.
+            {{"--servers", t.servers, "--shared", "--timeout", "0", path, "touch", ran}, {.status = st_not_acquired}},
+        };
+        co_await t.expect(refused);
         CHECK_FALSE(fs::exists(ran));
         CHECK((co_await children_of(zk, path)).size() == 1);  // only the holder's node is left
 
@@ -197,7 +185,7 @@ TEST_CASE("zklock cli: SIGTERM while COMMAND runs is passed on to it")
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         const auto path = unique_path("cli-forward"), log = t / "log";
         process& p = co_await t.start_ready("run", "-v", path, "--", "sh", "-c",
-                                            trap_and_loop("echo term >> " + log + "; exit 3", "TERM", t.ready_file("run")));
+                                            t.trap_and_loop("run", "echo term >> " + log + "; exit 3"));
         const auto r = co_await signal_and_finish(p, SIGTERM, 10s);
         check_run(r, {.status = 3, .err_has = {"passing SIGTERM on to COMMAND"}});  // COMMAND's own status
         CHECK(slurp(log) == "term\n");
@@ -220,15 +208,14 @@ TEST_CASE("zklock cli: ^C from the terminal reaches COMMAND once (not forwarded 
         REQUIRE(::tcgetattr(slave, &tio) == 0);
         CHECK((tio.c_lflag & ISIG) != 0);
 
-        const std::string script = trap_and_loop("echo int >> " + log + "; exit 4", "INT", t.ready_file("run"));
+        const std::string script = t.trap_and_loop("run", "echo int >> " + log + "; exit 4", "INT");
         process& p = t.start_program("run", {ZKLOCK_CLI_PATH, "--servers", t.servers, "-v", path, "--", "sh", "-c", script},
                                      {.controlling_tty = slave});
         co_await t.wait_ready(p);
         REQUIRE(::write(master, "\x03", 1) == 1);  // the terminal's ^C: SIGINT to the foreground group
-        REQUIRE(co_await wait_exit(p, 10s));
+        CHECK(co_await finish(p, 10s) == 4);
         ::close(slave);
         ::close(master);
-        CHECK(*p.status == 4);
         CHECK(slurp(log) == "int\n");
         CHECK_FALSE(has(p.err(), "passing SIGINT"));  // COMMAND had it from the terminal
     });
@@ -239,8 +226,8 @@ TEST_CASE("zklock cli: a lost lock terminates COMMAND and exits 79")
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         // The holder's node is deleted by another session: COMMAND gets SIGTERM and obeys.
         const auto path = unique_path("cli-lost"), log = t / "log";
-        process& p = co_await t.start_ready("run", path, "--", "sh", "-c",
-                                            trap_and_loop("echo term >> " + log + "; exit 0", "TERM", t.ready_file("run")));
+        process& p =
+            co_await t.start_ready("run", path, "--", "sh", "-c", t.trap_and_loop("run", log_term_and_exit(log)));
         co_await delete_only_node(zk, path);
         const auto r = co_await result_of(p, 10s);
         check_run(r, {.status = st_lost, .err_has = {"lost the lock on " + path}});
@@ -248,14 +235,10 @@ TEST_CASE("zklock cli: a lost lock terminates COMMAND and exits 79")
 
         // COMMAND ignores SIGTERM: SIGKILL after --kill-after.
         const auto path2 = unique_path("cli-lost-kill");
-        process& p2 = co_await t.start_ready("run2", "--kill-after", "1s", path2, "--", "sh", "-c",
-                                             trap_and_loop("", "TERM", t.ready_file("run2")));
+        process& p2 =
+            co_await t.start_ready("run2", "--kill-after", "1s", path2, "--", "sh", "-c", t.trap_and_loop("run2", ""));
         const auto t0 = co_await delete_only_node(zk, path2);
-        CHECK(co_await finish(p2, 10s) == st_lost);
-        CHECK(seconds_since(t0) >= 0.9);
-        CHECK(seconds_since(t0) < 6);
-        CHECK(has(p2.err(), "sending SIGKILL"));
-        CHECK(has(p2.err(), "killed by SIGKILL after the lock was lost"));
+        co_await check_killed(p2, st_lost, t0, "killed by SIGKILL after the lock was lost");
     });
 }
 
@@ -273,11 +256,7 @@ TEST_CASE("zklock cli: list shows holders and waiters in queue order")
         const auto curator_node = co_await create_foreign(zk, path + "/" + curator_name + "-lock-", "java");
         const auto kazoo_node = co_await create_foreign(zk, path + "/" + kazoo_name + "__rlock__", "python");
 
-        const auto l = co_await t.run("list", "--servers", t.servers, path);
-        CHECK(l.status == 0);
-        auto lines = lines_of(l.out);
-        CAPTURE(l.out);
-        REQUIRE(lines.size() == 7);  // title, header, five nodes
+        const auto lines = co_await t.output_lines(7, "list", "--servers", t.servers, path);  // title, header, 5 nodes
         CHECK(lines[0] == path + ": 5 in the queue");
         const auto self = host_name() + ":" + std::to_string(holder.pid);
         const auto r1 = check_fields(lines[2], {"1", "holder", "exclusive", "zklock", "mutex", "", "", self});
@@ -297,25 +276,19 @@ TEST_CASE("zklock cli: list shows holders and waiters in queue order")
 
         // Once the writer is gone, the holder hands over to the reader; shared holders together.
         co_await terminate(holder);
-        REQUIRE(co_await wait_exit(reader));
-        REQUIRE(co_await wait_exit(writer));
+        co_await finish(reader);
+        co_await finish(writer);
         const auto path2 = unique_path("cli-list-shared");
         process& r_a = co_await t.holder("ra", path2, "--shared");
         process& r_b = co_await t.holder("rb", path2, "--shared");
         process& w2 = co_await t.start_queued(path2, 3, "w2", path2, "true");
-        const auto l2 = co_await t.run("list", "--servers", t.servers, path2);
-        CHECK(l2.status == 0);
-        lines = lines_of(l2.out);
-        CAPTURE(l2.out);
-        REQUIRE(lines.size() == 5);
-        CHECK(has(lines[2], " holder   shared "));
-        CHECK(has(lines[3], " holder   shared "));
-        CHECK(has(lines[4], " waiting  exclusive "));
-        r_a.signal(SIGTERM);
-        r_b.signal(SIGTERM);
-        const std::array<process*, 3> all{&r_a, &r_b, &w2};
-        for (auto* p : all) REQUIRE(co_await wait_exit(*p));
-        CHECK(*w2.status == 0);
+        const auto lines2 = co_await t.output_lines(5, "list", "--servers", t.servers, path2);
+        CHECK_MESSAGE(has(lines2[2], " holder   shared "), lines2[2]);
+        CHECK_MESSAGE(has(lines2[3], " holder   shared "), lines2[3]);
+        CHECK_MESSAGE(has(lines2[4], " waiting  exclusive "), lines2[4]);
+        co_await terminate(r_a);
+        co_await terminate(r_b);
+        CHECK(co_await finish(w2) == 0);
         const auto empty = co_await t.run("list", "--servers", t.servers, path2);
         check_run(empty, {.out_has = {path2 + ": free"}});
     });
@@ -335,28 +308,22 @@ TEST_CASE("zklock cli: --verbose reports the waiter's place in the queue as it c
         CHECK(co_await finish(first) == 0);
         CHECK(co_await finish(second) == 0);
 
-        auto lines_until_acquired = [](const std::string& err) {
-            std::vector<std::string> out;
+        const std::string acquired = "zklock: acquired " + path;
+        auto check_places = [&](const process& p, const std::vector<std::string>& places) {
+            const auto err = p.err();
+            CAPTURE(err);
+            CHECK(err.find('\r') == std::string::npos);  // stderr is a file here: no progress line
+            std::vector<std::string> seen;  // its "waiting: " lines up to "acquired" (cut after the path)
             for (const auto& l : lines_of(err)) {
-                if (has(l, "waiting: ") || l.find("zklock: acquired ") == 0) out.push_back(l);
-                if (l.find("zklock: acquired ") == 0) break;
+                const bool done = l.rfind("zklock: acquired ", 0) == 0;
+                if (done || has(l, "waiting: ")) seen.push_back(done ? l.substr(0, acquired.size()) : l);
+                if (done) break;
             }
-            return out;
+            CHECK(seen == places);
         };
-        const auto e1 = first.err(), e2 = second.err();
-        CAPTURE(e1);
-        CAPTURE(e2);
-        CHECK(e1.find('\r') == std::string::npos);  // stderr is a file here: no progress line
-        CHECK(e2.find('\r') == std::string::npos);
-        const auto l1 = lines_until_acquired(e1);
-        REQUIRE(l1.size() == 2);
-        CHECK(l1[0] == "zklock: waiting: 1 ahead");
-        CHECK(l1[1].find("zklock: acquired " + path) == 0);
-        const auto l2 = lines_until_acquired(e2);
-        REQUIRE(l2.size() == 3);
-        CHECK(l2[0] == "zklock: waiting: 2 ahead");
-        CHECK(l2[1] == "zklock: waiting: 1 ahead");  // one line per change, none repeated
-        CHECK(l2[2].find("zklock: acquired " + path) == 0);
+        check_places(first, {"zklock: waiting: 1 ahead", acquired});
+        // One line per change, none repeated.
+        check_places(second, {"zklock: waiting: 2 ahead", "zklock: waiting: 1 ahead", acquired});
         CHECK((co_await children_of(zk, path)).empty());
     });
 }
@@ -594,11 +561,7 @@ TEST_CASE("zklock cli: elect runs COMMAND while leading, in campaign order, and 
                                                   "echo second-start >> " + log + "; exit 3");
 
         // The leader, as `zklock leader` sees it: first's value and node.
-        const auto l = co_await t.run("leader", "--servers", t.servers, path);
-        CHECK(l.status == 0);
-        CAPTURE(l.out);
-        const auto lines = lines_of(l.out);
-        REQUIRE(lines.size() == 2);
+        const auto lines = co_await t.output_lines(2, "leader", "--servers", t.servers, path);
         CHECK(fields_of(lines[0]) == std::vector<std::string>{"NODE", "LIBRARY", "AGE", "VALUE"});
         const auto row = check_fields(lines[1], {"", "zklock", "", "first"});
         const auto recorded = fields_of(slurp(first_node));
@@ -660,15 +623,12 @@ TEST_CASE("zklock cli: leader --watch prints each change of leader at once, SIGI
         process& watch_int = t.start("watch-int", "leader", "--watch", path);
         process& watch_term = t.start("watch-term", "leader", "--watch", path);
         const std::array<process*, 2> watchers{&watch_int, &watch_term};
-        // At once: the leader now.
+        // At once: the leader now (TIME NODE LIBRARY AGE VALUE).
+        const std::vector<std::string> first_leads{"", "", "zklock", "", "first"}, second_leads{"", "", "", "", "second"};
         for (auto* w : watchers) {
-            CAPTURE(w->out());
-            const auto f = co_await fields_of_line(*w, 1);
-            REQUIRE(f.size() == 5);  // TIME NODE LIBRARY AGE VALUE
+            const auto f = co_await fields_of_line(*w, 1, first_leads);
             CHECK(f[0].size() >= 23);
             CHECK(has(f[1], "-lock-"));
-            CHECK(f[2] == "zklock");
-            CHECK(f[4] == "first");
         }
 
         // first's COMMAND ends: second leads, and the watchers say so (stdout is a file here:
@@ -679,21 +639,15 @@ TEST_CASE("zklock cli: leader --watch prints each change of leader at once, SIGI
         CHECK(co_await finish(first) == 0);
         co_await t.wait_ready(second);
         for (auto* w : watchers) {
-            CAPTURE(w->out());
-            const auto f = co_await fields_of_line(*w, 2);
-            REQUIRE(f.size() == 5);
+            const auto f = co_await fields_of_line(*w, 2, second_leads);
             CHECK(has(f[1], "__lock__"));  // --names kazoo
-            CHECK(f[4] == "second");
         }
 
         // Nobody left: a "no leader" line.
         touch(t / "second.go");
         CHECK(co_await finish(second) == 0);
-        for (auto* w : watchers) {
-            CAPTURE(w->out());
-            const auto f = co_await fields_of_line(*w, 3);
-            CHECK(f == std::vector<std::string>{f[0], "-", "-", "-", "(no", "leader)"});
-        }
+        const std::vector<std::string> no_leader{"", "-", "-", "-", "(no", "leader)"};
+        for (auto* w : watchers) co_await fields_of_line(*w, 3, no_leader);
 
         // Nothing changes: no more lines; a signal ends the watch with status 0 and nothing on stderr.
         co_await sleep_for(300ms);
@@ -713,7 +667,7 @@ TEST_CASE("zklock cli: a lost leadership terminates COMMAND and exits 79, SIGTER
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         const auto path = unique_path("cli-elect-lost"), log = t / "log";
         // A leader, and a candidate behind it.
-        const std::string trap = trap_and_loop("echo term >> " + log + "; exit 0", "TERM", t.ready_file("leader"));
+        const std::string trap = t.trap_and_loop("leader", log_term_and_exit(log));
         process& leader = co_await t.start_ready("leader", "elect", "--kill-after", "2s", path, "--", "sh", "-c", trap);
         process& waiter = co_await t.start_queued(path, 2, "waiter", "elect", path, "--", "touch", t / "ran");
 
@@ -844,12 +798,9 @@ TEST_CASE("zklock cli: --semaphore N runs N holders at once, in queue order, and
         CHECK_FALSE(fs::exists(ran));
 
         // list: two permit holders.
-        const auto list = co_await t.run("list", "--servers", servers, path);
-        CHECK(list.status == 0);
-        CAPTURE(list.out);
-        const auto rows = lines_of(list.out);
-        REQUIRE(rows.size() == 4);
+        const auto rows = co_await t.output_lines(4, "list", "--servers", servers, path);
         for (std::size_t i = 2; i < 4; ++i) {
+            CAPTURE(rows[i]);
             const auto f = fields_of(rows[i]);
             REQUIRE(f.size() >= 6);
             CHECK(f[1] == "holder");
@@ -879,13 +830,12 @@ TEST_CASE("zklock cli: revoke asks every holder to let go, a holder ends COMMAND
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         // An exclusive holder whose COMMAND cleans up on SIGTERM, and a waiter behind it.
         const auto path = unique_path("cli-revoke"), log = t / "log";
-        const std::string trap = trap_and_loop("echo term >> " + log + "; exit 0", "TERM", t.ready_file("holder"));
+        const std::string trap = t.trap_and_loop("holder", log_term_and_exit(log));
         process& holder = co_await t.start_ready("holder", "--owner", "the holder", path, "--", "sh", "-c", trap);
         process& waiter = co_await t.start_queued(path, 2, "waiter", path, "-c", "echo waiter >> " + log);
         const auto kids = co_await children_of(zk, path);
-        const auto holder_node = *std::min_element(kids.begin(), kids.end(), [](const std::string& x, const std::string& y) {
-            return queue_sequence(x).value_or(0) < queue_sequence(y).value_or(0);
-        });
+        const auto holder_node =
+            *std::ranges::min_element(kids, {}, [](const std::string& n) { return queue_sequence(n).value_or(0); });
 
         const auto r = co_await t.run("revoke", "--servers", t.servers, path);
         check_run(r, {.out = path + ": asked " + holder_node + " (the holder) to let go\n", .err = ""});
@@ -902,27 +852,19 @@ TEST_CASE("zklock cli: revoke asks every holder to let go, a holder ends COMMAND
         process& r1 = co_await t.holder("r1", shared, "--shared");
         process& r2 = co_await t.holder("r2", shared, "--shared");
         process& writer = co_await t.start_queued(shared, 3, "writer", shared, "true");
-        const auto rs = co_await t.run("revoke", "--servers", t.servers, shared);
-        CHECK(rs.status == 0);
-        CAPTURE(rs.out);
-        const auto asked = lines_of(rs.out);
-        REQUIRE(asked.size() == 2);
-        for (const auto& line : asked) CHECK(has(line, ": asked r-"));
+        const auto asked = co_await t.output_lines(2, "revoke", "--servers", t.servers, shared);
+        for (const auto& line : asked) CHECK_MESSAGE(has(line, ": asked r-"), line);
         CHECK(co_await finish(r1, 10s) == st_revoked);
         CHECK(co_await finish(r2, 10s) == st_revoked);
         CHECK(co_await finish(writer, 10s) == 0);
 
         // A COMMAND that ignores SIGTERM gets SIGKILL after --kill-after.
         const auto stubborn_path = unique_path("cli-revoke-kill");
-        process& stubborn = co_await t.start_ready("stubborn", "--kill-after", "1s", stubborn_path, "-c",
-                                                   trap_and_loop("", "TERM", t.ready_file("stubborn")));
-        const auto rk = co_await t.run("revoke", "--servers", t.servers, stubborn_path);
-        CHECK(rk.status == 0);
-        const auto t0 = clock_type::now();
-        CHECK(co_await finish(stubborn, 10s) == st_revoked);
-        CHECK(seconds_since(t0) >= 0.9);
-        CHECK(has(stubborn.err(), "sending SIGKILL"));
-        CHECK(has(stubborn.err(), "COMMAND killed by SIGKILL after the revocation request"));
+        process& stubborn =
+            co_await t.start_ready("stubborn", "--kill-after", "1s", stubborn_path, "-c", t.trap_and_loop("stubborn", ""));
+        co_await t.output_lines(1, "revoke", "--servers", t.servers, stubborn_path);
+        const std::string killed = "COMMAND killed by SIGKILL after the revocation request";
+        co_await check_killed(stubborn, st_revoked, clock_type::now(), killed);
         CHECK((co_await children_of(zk, stubborn_path)).empty());
     });
 }
@@ -954,7 +896,7 @@ TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' hold
 
         // An election's leader is asked to resign: COMMAND ends, the next candidate leads.
         const auto election = unique_path("cli-revoke-elect"), log = t / "log";
-        const std::string trap = trap_and_loop("echo term >> " + log + "; exit 0", "TERM", t.ready_file("leader"));
+        const std::string trap = t.trap_and_loop("leader", log_term_and_exit(log));
         process& leader = co_await t.start_ready("leader", "elect", "--value", "first", election, "-c", trap);
         process& next = co_await t.start_queued(election, 2, "next", "elect", election, "-c", "echo next >> " + log);
         const auto r = co_await t.run("revoke", "--servers", t.servers, election);
@@ -979,6 +921,13 @@ std::string str(const boost::json::value& v)
     return std::string(s.data(), s.size());
 }
 
+/// `zklock list --json --servers SERVERS PATH`: status 0 and one line, the object it holds.
+awaitable<boost::json::object> list_json(fixture& t, const std::string& path)
+{
+    const auto lines = co_await t.output_lines(1, "list", "--json", "--servers", t.servers, path);
+    co_return boost::json::parse(lines[0]).as_object();
+}
+
 }  // namespace
 
 TEST_CASE("zklock cli: list --json, and columns that stay aligned with long foreign node names")
@@ -986,14 +935,10 @@ TEST_CASE("zklock cli: list --json, and columns that stay aligned with long fore
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         const auto path = unique_path("cli-json"), servers = t.servers;
         // Missing: exists false, no entries, status 0.
-        const auto missing = co_await t.run("list", "--json", "--servers", servers, path);
-        CHECK(missing.status == 0);
-        CAPTURE(missing.out);
-        const auto none = boost::json::parse(missing.out).as_object();
+        const auto none = co_await list_json(t, path);
         CHECK(str(none.at("path")) == path);
         CHECK(none.at("exists").as_bool() == false);
         CHECK(none.at("entries").as_array().empty());
-        CHECK(lines_of(missing.out).size() == 1);
 
         // A zklock holder, a shared zklock waiter, a Kazoo reader (a 50-character name) and a
         // Curator writer behind them.
@@ -1003,11 +948,8 @@ TEST_CASE("zklock cli: list --json, and columns that stay aligned with long fore
         const auto kazoo_node = co_await create_foreign(zk, path + "/" + kazoo_name + "__rlock__", "python");
         const auto curator_node = co_await create_foreign(zk, path + "/" + curator_name + "-__WRIT__", "java");
 
-        const auto j = co_await t.run("list", "--json", "--servers", servers, path);
-        CHECK(j.status == 0);
-        CAPTURE(j.out);
-        REQUIRE(lines_of(j.out).size() == 1);
-        const auto doc = boost::json::parse(j.out).as_object();
+        const auto doc = co_await list_json(t, path);
+        CAPTURE(boost::json::serialize(doc));
         CHECK(doc.at("exists").as_bool());
         CHECK(doc.at("permits").is_null());
         CHECK(doc.at("other_children").as_int64() == 0);
@@ -1038,30 +980,22 @@ TEST_CASE("zklock cli: list --json, and columns that stay aligned with long fore
         CHECK(path + "/" + str(e(3).at("node")) == curator_node);
 
         // The table: every column starts where its header does, however long the names.
-        const auto table = co_await t.run("list", "--servers", servers, path);
-        CHECK(table.status == 0);
-        CAPTURE(table.out);
-        const auto rows = lines_of(table.out);
-        REQUIRE(rows.size() == 6);
+        const auto rows = co_await t.output_lines(6, "list", "--servers", servers, path);
         REQUIRE(column_starts(rows[1]).size() == 8);
         check_aligned(rows[1], {rows.begin() + 2, rows.end()});
-        CHECK(has(rows[4], kazoo_node.substr(path.size() + 1) + " "));
-        CHECK(rows[3].ends_with("a \"quoted\"?reader"));  // a control character shown as '?'
+        CHECK_MESSAGE(has(rows[4], kazoo_node.substr(path.size() + 1) + " "), rows[4]);
+        CHECK_MESSAGE(rows[3].ends_with("a \"quoted\"?reader"), rows[3]);  // a control character shown as '?'
 
         // A revocation request in a node (the Curator one: nobody watches it, so it stays):
         // owner null, revocation_requested true; the table says so in the owner column.
         auto [rec, rst] = co_await zk.async_set_data(curator_node, std::string(zklock::revocation_request), -1, tuple);
         REQUIRE_FALSE(rec);
-        const auto j2 = co_await t.run("list", "--json", "--servers", servers, path);
-        CHECK(j2.status == 0);
-        CAPTURE(j2.out);
-        const auto doc2 = boost::json::parse(j2.out).as_object();
+        const auto doc2 = co_await list_json(t, path);
         const auto& last = doc2.at("entries").as_array().at(3).as_object();
         CHECK(last.at("revocation_requested").as_bool());
         CHECK(last.at("owner").is_null());
-        const auto table2 = co_await t.run("list", "--servers", servers, path);
-        CHECK(table2.status == 0);
-        CHECK(lines_of(table2.out).at(5).ends_with(" (revocation requested)"));
+        const auto rows2 = co_await t.output_lines(6, "list", "--servers", servers, path);
+        CHECK_MESSAGE(rows2[5].ends_with(" (revocation requested)"), rows2[5]);
         CHECK(co_await terminate(holder, 10s) == 128 + SIGTERM);
         co_await zk.async_remove(kazoo_node, -1, tuple);
         co_await zk.async_remove(curator_node, -1, tuple);
@@ -1070,9 +1004,7 @@ TEST_CASE("zklock cli: list --json, and columns that stay aligned with long fore
         // A semaphore's listing: its permit count.
         const auto sem = unique_path("cli-json-semaphore");
         process& permit = co_await t.holder("permit", sem, "--semaphore", "3");
-        const auto js = co_await t.run("list", "--json", "--servers", servers, sem);
-        CHECK(js.status == 0);
-        const auto doc3 = boost::json::parse(js.out).as_object();
+        const auto doc3 = co_await list_json(t, sem);
         CHECK(doc3.at("permits").as_int64() == 3);
         CHECK(str(doc3.at("entries").as_array().at(0).as_object().at("kind")) == "permit");
         CHECK(co_await terminate(permit) == 128 + SIGTERM);
@@ -1081,11 +1013,7 @@ TEST_CASE("zklock cli: list --json, and columns that stay aligned with long fore
         const auto election = unique_path("cli-json-elect");
         process& leader = co_await t.start_ready("leader", "elect", "--names", "kazoo", "--value", "v",
                                                  election, "-c", t.ready_then_sleep("leader"));
-        const auto l = co_await t.run("leader", "--servers", servers, election);
-        CHECK(l.status == 0);
-        CAPTURE(l.out);
-        const auto leader_rows = lines_of(l.out);
-        REQUIRE(leader_rows.size() == 2);
+        const auto leader_rows = co_await t.output_lines(2, "leader", "--servers", servers, election);
         CHECK(fields_of(leader_rows[1])[0].size() > 36);
         check_aligned(leader_rows[0], {leader_rows[1]});
         CHECK(co_await terminate(leader) == 128 + SIGTERM);
@@ -1115,8 +1043,7 @@ TEST_CASE("zklock cli: -v says waiting only when the acquire waits, and shows th
         CHECK(co_await finish(waiter) == 0);
         const auto lines = lines_of(waiter.err());
         CAPTURE(waiter.err());
-        const auto waiting =
-            std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return has(l, "waiting"); });
+        const auto waiting = std::ranges::find_if(lines, [](const std::string& l) { return has(l, "waiting"); });
         REQUIRE(lines.end() - waiting >= 3);
         CHECK(waiting[0].rfind("zklock: waiting for a shared lock on " + path + " (node r-", 0) == 0);
         CHECK(waiting[1] == "zklock: waiting: 1 ahead");
@@ -1148,16 +1075,13 @@ TEST_CASE("zklock cli: the bash completion offers the subcommands and the option
         // The options --help lists, and which subcommand takes each, as the binary itself says: an
         // option it refuses is "does not apply" or "applies only", any other outcome (a bad path
         // here) means it took the option.
-        const auto help = co_await t.run("--help");
-        REQUIRE(help.status == 0);
-        const auto options = help_options(help.out);
-        REQUIRE(options.size() >= 20);
+        const auto help = co_await zklock_help(t);
         const std::map<std::string, std::string> sample{{"DURATION", "1s"}, {"N", "1"}, {"FILE", "/dev/null"}, {"TEXT", "x"},
                                                         {"NAMES", "kazoo"}, {"H:P,...", "127.0.0.1:1"}, {"CMDLINE", "true"}};
         const std::vector<std::string> modes{"", "list", "elect", "leader", "revoke"};
         std::map<std::string, std::set<std::string>> takes;
         for (const auto& mode : modes)
-            for (const auto& o : options) {
+            for (const auto& o : help.options) {
                 std::vector<std::string> args;
                 if (!mode.empty()) args.push_back(mode);
                 args.push_back("--" + o.name);
@@ -1239,13 +1163,15 @@ TEST_CASE("zklock cli: the man page installs, renders, lints clean and documents
         const std::vector<std::string> man_env{"MANPATH=" + man_dir, "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat"};
         const auto where = co_await t.run_shell("man-w", "man -w zklock", man_env);
         check_run(where, {.out = man_dir + "/man1/zklock.1\n"});
+        // Its sections, `zklock revoke` and every environment variable.
+        const expected documented{
+            .out_has = {"\nNAME\n", "\nSYNOPSIS\n", "\nDESCRIPTION\n", "\nOPTIONS\n", "\nENVIRONMENT\n", "\nEXIT STATUS\n",
+                        "\nEXAMPLES\n", "zklock revoke", "ZK_SERVERS", "ZKLOCK_TLS_CA", "ZKLOCK_TLS_CERT", "ZKLOCK_TLS_KEY",
+                        "ZKLOCK_FENCING_TOKEN", "ZKLOCK_NODE"}};
         const auto render = co_await t.run_shell("man", "man zklock", man_env);
-        CHECK(render.status == 0);
-        const auto& text = render.out;
         CAPTURE(render.err);
-        for (const char* section : {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS", "EXAMPLES"})
-            CHECK_MESSAGE(has(text, "\n" + std::string(section) + "\n"), section);
-        CHECK(has(text, "zklock revoke"));
+        check_run(render, documented);
+        const auto& text = render.out;
 
         // The lint: groff's warnings, none.
         const std::vector<std::string> lint_env{"LC_ALL=C.UTF-8", "MANROFFSEQ=", "MANWIDTH=80"};
@@ -1254,18 +1180,15 @@ TEST_CASE("zklock cli: the man page installs, renders, lints clean and documents
         CHECK(lint.status == 0);
         CHECK_MESSAGE(lint.out.empty(), lint.out);
 
-        // --help and the man page agree: every option (with its short name), every exit status,
-        // every environment variable, and the version.
-        const auto help = co_await t.run("--help");
-        REQUIRE(help.status == 0);
-        const auto options = help_options(help.out);
-        REQUIRE(options.size() >= 20);
-        for (const auto& o : options) {
+        // --help and the man page agree: every option (with its short name), every exit status, and
+        // the version.
+        const auto help = co_await zklock_help(t);
+        for (const auto& o : help.options) {
             CHECK_MESSAGE(has(text, "--" + o.name), o.name);
             if (o.short_name) CHECK_MESSAGE(has(text, "-" + std::string(1, o.short_name) + ", --" + o.name), o.name);
         }
         int codes = 0;
-        for (const auto& line : lines_of(help.out))
+        for (const auto& line : lines_of(help.text))
             if (line.size() > 4 && line.rfind("  ", 0) == 0 && std::isdigit(static_cast<unsigned char>(line[2]))) {
                 const std::string code = line.substr(2, line.find(' ', 2) - 2);
                 if (has(code, "-")) continue;  // "0-255": an en dash in the page
@@ -1273,15 +1196,10 @@ TEST_CASE("zklock cli: the man page installs, renders, lints clean and documents
                 CHECK_MESSAGE(has(text, "\n       " + code + " "), code);
             }
         CHECK(codes >= 10);
-        for (const char* var :
-             {"ZK_SERVERS", "ZKLOCK_TLS_CA", "ZKLOCK_TLS_CERT", "ZKLOCK_TLS_KEY", "ZKLOCK_FENCING_TOKEN", "ZKLOCK_NODE"})
-            CHECK_MESSAGE(has(text, var), var);
-        const auto version = co_await t.run("--version");
-        REQUIRE(version.status == 0);
+        const auto version = co_await t.output_lines(1, "--version");
         const auto page_lines = lines_of(slurp(page));
-        const auto th =
-            std::find_if(page_lines.begin(), page_lines.end(), [](const std::string& l) { return l.rfind(".TH ", 0) == 0; });
+        const auto th = std::ranges::find_if(page_lines, [](const std::string& l) { return l.rfind(".TH ", 0) == 0; });
         REQUIRE(th != page_lines.end());
-        CHECK_MESSAGE(has(*th, "\"" + lines_of(version.out).at(0) + "\""), *th);
+        CHECK_MESSAGE(has(*th, "\"" + version[0] + "\""), *th);
     });
 }
