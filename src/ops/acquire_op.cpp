@@ -85,10 +85,8 @@ public:
             if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
         });
         if (timeout) {
-            timer_ = std::make_unique<asio::steady_timer>(s_->executor());
-            timer_->expires_after(*timeout);
-            timer_->async_wait([weak = weak_from_this()](error_code ec) {
-                if (ec) return;
+            timer_ = s_->make_timer();
+            timer_->start(*timeout, [weak = weak_from_this()] {
                 if (auto self = weak.lock()) self->cancel(errc::timeout);
             });
         }
@@ -133,10 +131,8 @@ private:
         // answers within the grace and the acquire completes once the node is gone; one that does
         // not (frozen, cut off, an outage) does not stretch the deadline: the acquire completes
         // then, and the deletion goes on in the background (detach).
-        if (!timer_) timer_ = std::make_unique<asio::steady_timer>(s_->executor());
-        timer_->expires_after(cleanup_grace);
-        timer_->async_wait([weak = weak_from_this(), reason](error_code ec) {
-            if (ec) return;
+        if (!timer_) timer_ = s_->make_timer();
+        timer_->start(cleanup_grace, [weak = weak_from_this(), reason] {
             if (auto self = weak.lock()) self->detach(reason);
         });
     }
@@ -452,7 +448,7 @@ private:
     session_ptr s_;
     std::shared_ptr<const std::string> owner_info_;  // our node's data (shared: see default_owner_info)
     acquire_fsm fsm_;
-    std::unique_ptr<asio::steady_timer> timer_;  // only with a timeout (a waiter without one holds none)
+    std::unique_ptr<port_timer> timer_;  // only with a timeout (a waiter without one holds none)
     stored_handler<error_code, lease> h_;
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)

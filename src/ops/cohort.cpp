@@ -83,10 +83,9 @@ public:
             if (auto c = weak.lock()) c->perform(c->fsm_.leave(id, asio::error::operation_aborted));
         });
         if (req.timeout) {
-            w.timer = std::make_unique<asio::steady_timer>(s_->executor());
-            w.timer->expires_after(*req.timeout);
-            w.timer->async_wait([weak = weak_from_this(), id](error_code ec) {
-                if (auto c = weak.lock(); c && !ec) c->perform(c->fsm_.leave(id, errc::timeout));
+            w.timer = s_->make_timer();
+            w.timer->start(*req.timeout, [weak = weak_from_this(), id] {
+                if (auto c = weak.lock()) c->perform(c->fsm_.leave(id, errc::timeout));
             });
         }
         perform(fsm_.arrive(id));
@@ -117,7 +116,7 @@ private:
     struct waiter {
         waiter(handler<error_code, lease> h0, const asio::any_io_executor& ex) : h(std::move(h0), ex) {}
         stored_handler<error_code, lease> h;
-        std::unique_ptr<asio::steady_timer> timer;  // only with a timeout
+        std::unique_ptr<port_timer> timer;  // only with a timeout
         clock::time_point started = clock::now();
     };
 

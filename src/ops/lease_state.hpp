@@ -6,8 +6,6 @@
 
 #include <zklock/lease.hpp>
 
-#include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
 #include <memory>
 

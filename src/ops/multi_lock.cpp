@@ -9,7 +9,6 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 
@@ -105,10 +104,8 @@ private:
 
     void arm_grace()
     {
-        grace_ = std::make_unique<asio::steady_timer>(s_->executor(), cleanup_grace);
-        grace_->async_wait([self = shared_from_this()](error_code e) {
-            if (!e) self->perform(self->fsm_.grace_passed());
-        });
+        grace_ = s_->make_timer();
+        grace_->start(cleanup_grace, [self = shared_from_this()] { self->perform(self->fsm_.grace_passed()); });
     }
 
     void complete(const multi_lock_fsm::action& a)
@@ -131,7 +128,7 @@ private:
     asio::cancellation_signal child_;  // to the single acquire in flight
     bool in_initiation_ = false;
     std::size_t backgrounded_ = 0;  // releases still running after the grace (see release)
-    std::unique_ptr<asio::steady_timer> grace_;
+    std::unique_ptr<port_timer> grace_;
 };
 
 }  // namespace

@@ -1,8 +1,32 @@
 #include "port/zk_port.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <atomic>
 
 namespace zklock::detail {
+
+namespace {
+
+class steady_port_timer final : public port_timer {
+public:
+    explicit steady_port_timer(const asio::any_io_executor& ex) : t_(ex) {}
+    void start(std::chrono::steady_clock::duration d, unique_function<void()> cb) override
+    {
+        t_.expires_after(d);
+        t_.async_wait([cb = std::move(cb)](error_code ec) mutable {
+            if (!ec) cb();
+        });
+    }
+    void cancel() noexcept override { t_.cancel(); }
+
+private:
+    asio::steady_timer t_;
+};
+
+}  // namespace
+
+std::unique_ptr<port_timer> zk_port::make_timer() { return std::make_unique<steady_port_timer>(executor()); }
 
 error_code zk_port::check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops) const noexcept
 {

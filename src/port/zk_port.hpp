@@ -1,11 +1,11 @@
 // The port: everything an operation (src/ops) may ask of ZooKeeper and of its session, and nothing
 // of how the C client is driven. Requests go out, replies come back to their callbacks, watch
 // events through watch_state, session events to the observers; the executor is the operation's
-// clock and its place to run.
+// place to run, and its timers (make_timer) its clock.
 //
-// The bridge's session_impl implements it against a real server. The unit tests' fake
-// (test/unit/fake_port.hpp) implements it with scripted replies, injected events and a manual
-// clock, so that every operation is tested on its own.
+// The bridge's session_impl implements it against a real server, with Asio's steady timers. The
+// unit tests' fake (test/unit/fake_port.hpp) implements it with scripted replies, injected events
+// and a manual clock, so that every operation is tested on its own.
 //
 // Every callback runs on the port's executor, never inside the call that made the request.
 #pragma once
@@ -68,6 +68,17 @@ protected:
     ~session_observer() = default;
 };
 
+/// A one-shot timer on the port's clock.
+class port_timer {
+public:
+    virtual ~port_timer() = default;
+    /// Calls `cb` on the port's executor once `d` has passed, never inside this call. Started again,
+    /// cancelled or destroyed before then, it does not call the earlier `cb` (unless that one's
+    /// expiry was already on its way: the callback checks what it acts on).
+    virtual void start(std::chrono::steady_clock::duration d, unique_function<void()> cb) = 0;
+    virtual void cancel() noexcept = 0;
+};
+
 class zk_port {
 public:
     using clock = std::chrono::steady_clock;
@@ -118,6 +129,9 @@ public:
     virtual void multi(const std::vector<multi_op>& ops, multi_cb cb) = 0;
 
     std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(executor()); }
+    /// A timer on the port's clock: Asio's steady clock on the executor, unless the port has
+    /// another (the fake's manual one).
+    virtual std::unique_ptr<port_timer> make_timer();
 
     /// What this session counts (zklock/metrics.hpp): the operations report to it.
     metrics_state& metrics() noexcept { return metrics_; }

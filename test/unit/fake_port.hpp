@@ -1,7 +1,8 @@
 // A fake of the port (src/port/zk_port.hpp) for unit tests of the operations: every request is
 // recorded, in order, until the test answers it; watch events and session events are injected by
-// the test. Answers run posted on the executor, as the port promises (never inside the request),
-// so a test answers, then runs the io_context.
+// the test, and its clock moves only when the test advances it. Answers and expired timers run
+// posted on the executor, as the port promises (never inside the request), so a test answers (or
+// advances the clock), then runs the io_context.
 //
 // Not a model of ZooKeeper: it answers what the test says. What ZooKeeper does is tested against
 // real servers (test/integration, test/fault).
@@ -14,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -73,6 +75,9 @@ public:
         settle_waiters();
     }
     void subscribe(std::weak_ptr<detail::session_observer> o) override { observers_.push_back(std::move(o)); }
+
+    /// A timer on the manual clock (advance).
+    std::unique_ptr<detail::port_timer> make_timer() override;
 
     void create(const std::string& path, std::string_view data, create_mode mode, detail::create_cb cb) override
     {
@@ -183,18 +188,28 @@ public:
             if (auto o = w.lock()) o->on_shutdown(g);
     }
 
-    /// Lets go of every request not answered and every wait for a connection: what they hold (an
-    /// operation, and through it this port) is destroyed. Destroying one may make another request
-    /// (a lease let go releases its node): round again, a few times at most.
+    /// Lets go of every request not answered, every wait for a connection and every running timer:
+    /// what they hold (an operation, and through it this port) is destroyed. Destroying one may
+    /// make another request (a lease let go releases its node): round again, a few times at most.
     void drop_all()
     {
-        for (int round = 0; round < 8 && (!pending_.empty() || !connected_waiters_.empty()); ++round) {
+        for (int round = 0; round < 8 && (!pending_.empty() || !connected_waiters_.empty() || timers_running() > 0); ++round) {
             auto requests = std::move(pending_);
             pending_.clear();
             auto waiters = std::move(connected_waiters_);
             connected_waiters_.clear();
+            std::vector<detail::unique_function<void()>> callbacks;
+            for (auto& w : timers_)
+                if (auto e = w.lock(); e && e->cb) callbacks.push_back(std::exchange(e->cb, {}));
         }
     }
+
+    /// Moves the manual clock on by `d`: every timer due by then expires (posted), earliest first.
+    void advance(clock::duration d);
+    /// The manual clock's time (it starts at the epoch of steady_clock).
+    clock::time_point now() const noexcept { return now_; }
+    /// How many timers are running.
+    std::size_t timers_running() const noexcept;
 
     /// Runs whatever is ready on the executor (answers, posted steps), until nothing is.
     void run()
@@ -204,6 +219,12 @@ public:
     }
 
 private:
+    struct timer_entry {
+        clock::time_point due;
+        detail::unique_function<void()> cb;  // empty: not running
+    };
+    class manual_timer;
+
     fake_request& add(std::string op, const std::string& path)
     {
         made_.push_back(op + " " + path);
@@ -233,7 +254,57 @@ private:
     std::vector<std::string> made_;
     std::vector<std::pair<std::uint64_t, detail::void_cb>> connected_waiters_;
     std::vector<std::weak_ptr<detail::session_observer>> observers_;
+    clock::time_point now_{};
+    std::vector<std::weak_ptr<timer_entry>> timers_;
 };
+
+class fake_port::manual_timer final : public detail::port_timer {
+public:
+    manual_timer(fake_port& port, std::shared_ptr<timer_entry> e) : port_(port), e_(std::move(e)) {}
+    void start(clock::duration d, detail::unique_function<void()> cb) override
+    {
+        e_->due = port_.now_ + d;
+        e_->cb = std::move(cb);
+    }
+    void cancel() noexcept override { e_->cb = {}; }
+
+private:
+    fake_port& port_;
+    std::shared_ptr<timer_entry> e_;
+};
+
+inline std::unique_ptr<detail::port_timer> fake_port::make_timer()
+{
+    auto e = std::make_shared<timer_entry>();
+    timers_.push_back(e);
+    return std::make_unique<manual_timer>(*this, std::move(e));
+}
+
+inline void fake_port::advance(clock::duration d)
+{
+    now_ += d;
+    std::vector<std::shared_ptr<timer_entry>> due;
+    for (auto it = timers_.begin(); it != timers_.end();) {
+        auto e = it->lock();
+        if (!e) {
+            it = timers_.erase(it);
+            continue;
+        }
+        if (e->cb && e->due <= now_) due.push_back(std::move(e));
+        ++it;
+    }
+    std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a->due < b->due; });
+    for (auto& e : due)
+        boost::asio::post(ex_, [cb = std::make_shared<detail::unique_function<void()>>(std::exchange(e->cb, {}))] { (*cb)(); });
+}
+
+inline std::size_t fake_port::timers_running() const noexcept
+{
+    std::size_t n = 0;
+    for (const auto& w : timers_)
+        if (auto e = w.lock(); e && e->cb) ++n;
+    return n;
+}
 
 /// An io_context and a fake port on it, for one test. At the end the port lets go of what it still
 /// holds (requests never answered, waits), which would otherwise keep the operations, and through

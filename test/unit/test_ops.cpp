@@ -2,6 +2,7 @@
 // make of every answer, error and cancellation, without a server.
 #include "fake_port.hpp"
 
+#include "core/deadline.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
 #include "ops/requests.hpp"
@@ -938,5 +939,87 @@ TEST_CASE("lease: a writer's downgrade marks its node, a node found gone is lock
     port->run();
     REQUIRE(got);
     CHECK(*got == errc::invalid_argument);
+    CHECK(port->pending().empty());
+}
+
+// ---- time: the fake's manual clock ---------------------------------------------------------------
+
+TEST_CASE("acquire: its timeout on the port's clock takes the node away, a silent server is left behind at the grace")
+{
+    for (const bool server_answers : {true, false}) {
+        CAPTURE(server_answers);
+        fake_fixture fx;
+        auto& port = fx.port;
+        acquired r;
+        detail::acquire_request req{std::make_shared<const std::string>("/l"), detail::queue_policy{detail::mutex_recipe}};
+        req.timeout = std::chrono::seconds(5);
+        detail::initiate_acquire(port, std::move(req), [&r](error_code ec, lease l) {
+            r.ec = ec;
+            r.l = std::move(l);
+        });
+        // Someone holds it: the acquire waits on that node.
+        const std::string prefix = port->pending().front().path;
+        const std::string ours = prefix + "0000000002";
+        port->answer("create", prefix, {.path = ours, .stat = {.czxid = 2}});
+        port->answer("list_children", "/l", {.children = {"x-00000000000000ff-lock-0000000001", std::string(detail::base_name(ours))}});
+        port->run();
+        while (!port->pending().empty()) port->answer_next({.data = "h:1"});
+        port->run();
+        port->advance(std::chrono::milliseconds(4999));
+        port->run();
+        CHECK_FALSE(r.ec);
+        CHECK(port->pending().empty());
+        port->advance(std::chrono::milliseconds(1));
+        port->run();
+        REQUIRE(port->pending().size() == 1);
+        CHECK(port->pending().front().op == "remove");
+        CHECK(port->pending().front().path == ours);
+        CHECK_FALSE(r.ec);  // not before the node is gone, or the grace has passed
+        if (server_answers) {
+            port->answer("remove", ours);
+            port->run();
+            REQUIRE(r.ec);
+            CHECK(*r.ec == errc::timeout);
+            CHECK(port->metrics().snapshot().background_cleanups == 0);
+            CHECK(port->timers_running() == 0);
+            continue;
+        }
+        port->advance(detail::cleanup_grace);
+        port->run();
+        REQUIRE(r.ec);
+        CHECK(*r.ec == errc::timeout);
+        CHECK(port->metrics().snapshot().background_cleanups == 1);
+        CHECK(port->metrics().snapshot().background_cleanups_pending == 1);
+        port->answer("remove", ours);  // the deletion goes on, and ends
+        port->run();
+        CHECK(port->metrics().snapshot().background_cleanups_pending == 0);
+    }
+}
+
+TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes, the release goes on")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
+    const std::string a = grant_alone(*port, "/a", 1);
+    const std::string prefix = port->pending().front().path;
+    port->answer("create", prefix, {.ec = zk_errc::no_auth});
+    port->answer("list_children", "/b", {.children = {}});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().path == a);  // /a's release, not answered
+    port->advance(detail::cleanup_grace - std::chrono::milliseconds(1));
+    port->run();
+    CHECK_FALSE(r.ec);
+    port->advance(std::chrono::milliseconds(1));
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == zk_errc::no_auth);
+    CHECK(port->metrics().snapshot().background_cleanups == 1);
+    CHECK(port->metrics().snapshot().background_cleanups_pending == 1);
+    port->answer("remove", a);
+    port->run();
+    CHECK(port->metrics().snapshot().background_cleanups_pending == 0);
     CHECK(port->pending().empty());
 }
