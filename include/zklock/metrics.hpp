@@ -43,6 +43,18 @@ struct metrics_snapshot {
     acquire_counters exclusive;  ///< mutex, shared_mutex writers (multi_lock's parts included)
     acquire_counters shared;     ///< shared_mutex readers
     acquire_counters permit;     ///< semaphore permits
+
+    /// The counters of kind `k` (one of the three above).
+    acquire_counters& of(lock_kind k) noexcept
+    {
+        switch (k) {
+        case lock_kind::exclusive: return exclusive;
+        case lock_kind::shared: return shared;
+        case lock_kind::permit: return permit;
+        }
+        return exclusive;
+    }
+    const acquire_counters& of(lock_kind k) const noexcept { return const_cast<metrics_snapshot&>(*this).of(k); }
     /// Failed acquires (the `failed` above) by error: "would_block", "lock_lost", ...
     /// (zklock::errc names), or "zookeeper_<code>" for ZooKeeper's codes, "<category>_<value>" else.
     std::vector<std::pair<std::string, std::uint64_t>> failed_by_error;

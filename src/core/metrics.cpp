@@ -135,9 +135,7 @@ constexpr const char* request_names[] = {"create", "delete", "exists", "get_data
 metrics_snapshot metrics_state::snapshot() const
 {
     metrics_snapshot m;
-    m.exclusive = exclusive_;
-    m.shared = shared_;
-    m.permit = permit_;
+    for (const auto k : lock_kinds) m.of(k) = by_kind_[static_cast<std::size_t>(k)];
     for (const auto& [ec, n] : failed_) m.failed_by_error.emplace_back(error_name(ec), n);
     std::sort(m.failed_by_error.begin(), m.failed_by_error.end());
     m.wait_seconds = wait_.snapshot();
@@ -275,14 +273,9 @@ std::string to_prometheus(const session_list& sessions)
     renderer r(sessions);
     using snap = metrics_snapshot;
     using labs = std::vector<metric_label>;
-    struct kind_of {
-        const char* name;
-        acquire_counters snap::*c;
-    };
-    static constexpr kind_of kinds[] = {{"exclusive", &snap::exclusive}, {"shared", &snap::shared}, {"permit", &snap::permit}};
     auto per_kind = [&](const char* name, const char* help, std::uint64_t acquire_counters::*f) {
         r.family(name, "counter", help, [&](const snap& m, const labs& l) {
-            for (const auto& k : kinds) r.sample(name, label_set(l, {{"kind", k.name}}), (m.*(k.c)).*f);
+            for (const auto k : lock_kinds) r.sample(name, label_set(l, {{"kind", to_string(k)}}), m.of(k).*f);
         });
     };
     per_kind("zklock_acquires_started_total", "Acquires started, by kind of node (exclusive, shared, permit).",

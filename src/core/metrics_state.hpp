@@ -90,10 +90,7 @@ private:
         std::uint64_t waiters = 0;
         std::uint64_t holders = 0;
     };
-    acquire_counters& counters(lock_kind k) noexcept
-    {
-        return k == lock_kind::exclusive ? exclusive_ : k == lock_kind::shared ? shared_ : permit_;
-    }
+    acquire_counters& counters(lock_kind k) noexcept { return by_kind_[static_cast<std::size_t>(k)]; }
     // A flat table: a path's entry comes and goes with each uncontended cycle, and a session may
     // have thousands of paths engaged at once. No entry is held across an insert.
     using gauge_map = boost::unordered_flat_map<std::string, gauges>;
@@ -103,7 +100,7 @@ private:
         if (was != engaged() && on_engaged_) on_engaged_(engaged());
     }
 
-    acquire_counters exclusive_, shared_, permit_;
+    std::array<acquire_counters, std::size(lock_kinds)> by_kind_;  // by lock_kind's value
     std::vector<std::pair<error_code, std::uint64_t>> failed_;  // few distinct errors: a vector
     fixed_histogram<duration_bounds.size()> wait_{&duration_bounds};
     fixed_histogram<duration_bounds.size()> hold_{&duration_bounds};

@@ -20,7 +20,12 @@ using node_kind = lock_kind;
 /// The first character of zklock's node names for a kind: 'x', 'r' or 's'.
 constexpr char kind_letter(node_kind k) noexcept
 {
-    return k == node_kind::exclusive ? 'x' : k == node_kind::shared ? 'r' : 's';
+    switch (k) {
+    case node_kind::exclusive: return 'x';
+    case node_kind::shared: return 'r';
+    case node_kind::permit: return 's';
+    }
+    return '?';
 }
 
 /// The kind a zklock node name's first character stands for (nullopt: none).

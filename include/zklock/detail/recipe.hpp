@@ -56,7 +56,12 @@ const recipe* find_recipe(std::string_view name) noexcept;
 /// recipe a policy built from a bare kind stands for: mutex, shared_mutex's reader, semaphore.
 constexpr const recipe& base_recipe(node_kind k) noexcept
 {
-    return k == node_kind::exclusive ? mutex_recipe : k == node_kind::shared ? reader_recipe : semaphore_recipe;
+    switch (k) {
+    case node_kind::exclusive: return mutex_recipe;
+    case node_kind::shared: return reader_recipe;
+    case node_kind::permit: return semaphore_recipe;
+    }
+    return mutex_recipe;
 }
 
 /// The name prefix of an attempt's node: "<letter>-<16 hex digit id>-<marker>", e.g.
