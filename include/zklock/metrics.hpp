@@ -44,7 +44,7 @@ struct metrics_snapshot {
     acquire_counters shared;     ///< shared_mutex readers
     acquire_counters permit;     ///< semaphore permits
 
-    /// The counters of kind `k` (one of the three above).
+    /// The counters of kind `k`.
     acquire_counters& of(lock_kind k) noexcept
     {
         switch (k) {

@@ -32,7 +32,7 @@ enum class lock_kind : std::uint8_t {
     permit,     ///< a semaphore permit
 };
 
-/// Every lock_kind, in the order of their values (0, 1, 2).
+/// Every lock_kind, in the order of their values.
 inline constexpr lock_kind lock_kinds[] = {lock_kind::exclusive, lock_kind::shared, lock_kind::permit};
 
 /// Which library made a queue node: zklock recognises the lock nodes of Apache Curator 5.x and
