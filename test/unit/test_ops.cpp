@@ -1023,3 +1023,109 @@ TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes
     CHECK(port->metrics().snapshot().background_cleanups_pending == 0);
     CHECK(port->pending().empty());
 }
+
+// ---- cohort mode ---------------------------------------------------------------------------------
+
+TEST_CASE("cohort: one node for the session's local queue, handed on locally, deleted when nobody wants it")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto cohort_acquire = [&](acquired& r, asio::cancellation_slot slot = {}) {
+        detail::acquire_request req{std::make_shared<const std::string>("/c"), detail::queue_policy{detail::mutex_recipe}};
+        req.cohort = true;
+        detail::initiate_acquire(port, std::move(req), asio::bind_cancellation_slot(slot, [&r](error_code ec, lease l) {
+                                     r.ec = ec;
+                                     r.l = std::move(l);
+                                 }));
+    };
+    acquired a, b, c;
+    asio::cancellation_signal cancel_c;
+    cohort_acquire(a);
+    cohort_acquire(b);
+    cohort_acquire(c, cancel_c.slot());
+    port->run();
+    const std::string node = grant_alone(*port, "/c", 7);  // the cohort's one node
+    port->run();
+    REQUIRE(a.ec);
+    CHECK(!*a.ec);
+    CHECK(a.l.node() == node);
+    CHECK(a.l.fence().zxid == 1007);
+    CHECK(a.l.fence().local == 1);
+    CHECK_FALSE(b.ec);
+    // The cohort watches its node (a revocation request) and the lock path (another process
+    // waiting ends the local handoffs): nobody else is there.
+    port->answer("get_data", node, {.data = "h:1"});
+    port->answer("get_children", "/c", {.children = {std::string(detail::base_name(node))}});
+    port->run();
+
+    // A local waiter cancelled: it completes at once, nothing is sent.
+    const auto made = port->log_of_requests().size();
+    cancel_c.emit(asio::cancellation_type::terminal);
+    port->run();
+    REQUIRE(c.ec);
+    CHECK(*c.ec == asio::error::operation_aborted);
+
+    // The holder lets go: the next local waiter holds the same node, without a request.
+    std::optional<error_code> released;
+    a.l.async_release([&released](error_code ec) { released = ec; });
+    port->run();
+    REQUIRE(released);
+    CHECK(!*released);
+    REQUIRE(b.ec);
+    CHECK(!*b.ec);
+    CHECK(b.l.node() == node);
+    CHECK(b.l.fence().zxid == 1007);
+    CHECK(b.l.fence().local == 2);  // after a's, on the same node
+    CHECK(port->log_of_requests().size() == made);
+
+    // The last holder lets go: nobody wants the lock, the node is deleted.
+    released.reset();
+    b.l.async_release([&released](error_code ec) { released = ec; });
+    port->run();
+    port->answer("remove", node);
+    port->run();
+    REQUIRE(released);
+    CHECK(!*released);
+    CHECK(port->pending().empty());
+}
+
+TEST_CASE("cohort: with another process waiting, the turn goes to it after max_local_handoffs")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    lock_options one;
+    one.cohort = true;
+    one.max_local_handoffs = 1;
+    const auto options = std::make_shared<const lock_options>(one);
+    const auto cohort_acquire = [&](acquired& r) {
+        detail::acquire_request req{std::make_shared<const std::string>("/c"), detail::queue_policy{detail::mutex_recipe}};
+        req.cohort = true;
+        req.options = options;
+        detail::initiate_acquire(port, std::move(req), [&r](error_code ec, lease l) {
+            r.ec = ec;
+            r.l = std::move(l);
+        });
+    };
+    acquired a, b;
+    cohort_acquire(a);
+    cohort_acquire(b);
+    port->run();
+    const std::string node = grant_alone(*port, "/c", 7);
+    REQUIRE(a.ec);
+    port->answer("get_data", node, {.data = "h:1"});
+    port->answer("get_children", "/c", {.children = {std::string(detail::base_name(node)), "x-00000000000000ff-lock-0000000008"}});
+    port->run();
+
+    // a lets go after one local grant: b is not granted on this node; the node goes, and b queues
+    // anew behind the other process.
+    a.l = lease{};
+    port->run();
+    CHECK_FALSE(b.ec);
+    REQUIRE_FALSE(port->pending().empty());
+    CHECK(port->pending().front().path == node);  // the node is deleted (with or without a mark)
+    port->answer_next();
+    port->run();
+    REQUIRE_FALSE(port->pending().empty());
+    CHECK(port->pending().front().op == "create");  // the next turn's node, for b
+    CHECK_FALSE(b.ec);
+}
