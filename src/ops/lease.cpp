@@ -159,9 +159,11 @@ void lease_state::apply(const lease_fsm::change& c)
         report_end(reason);
     }
     if (c.status) {
+        // The status this change made, to every waiter, whatever an earlier waiter does meanwhile.
+        const auto st = fsm_.status();
         auto waiters = std::move(status_waiters_);
         status_waiters_.clear();
-        for (auto& w : waiters) w({}, fsm_.status());
+        for (auto& w : waiters) w({}, st);
     }
     if (c.lost) {
         const auto reason = fsm_.lost_reason();

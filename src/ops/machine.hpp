@@ -182,7 +182,10 @@ template <class... Args> struct user_completion_of<void(Args...)> {
 template <one_shot_machine M, class Completion = typename user_completion_of<typename M::signature>::type>
 class machine_op final : public step_runner {
 public:
-    machine_op(session_ptr s, M m, Completion done) : step_runner(std::move(s), held::by_waits), m_(std::move(m)), done_(std::move(done)) {}
+    machine_op(session_ptr s, M m, Completion done)
+        : step_runner(std::move(s), held::by_waits), m_(std::move(m)), done_(std::move(done))
+    {
+    }
 
     /// Runs `m` for a user's handler `h`.
     template <class Handler> static void launch(session_ptr s, M m, Handler h)

@@ -483,6 +483,22 @@ TEST_CASE("lease: its status follows the session, a deleted node is lock_lost")
     CHECK(ls->lost_reason() == errc::lock_lost);
 }
 
+TEST_CASE("lease: every status waiter hears the change it waited for, even if an earlier one releases")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    auto ls = make_lease(port, false);
+    std::vector<lease_status> seen;
+    ls->wait_status([&](error_code, lease_status st) {
+        seen.push_back(st);
+        ls->release({});  // from inside the notice
+    });
+    ls->wait_status([&](error_code, lease_status st) { seen.push_back(st); });
+    port->set_state(session_state::suspended);
+    CHECK(seen == std::vector<lease_status>{lease_status::suspended, lease_status::suspended});
+    CHECK(ls->status() == lease_status::released);
+}
+
 TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes the node, plainly")
 {
     fake_fixture fx;
