@@ -54,6 +54,7 @@ struct metrics_snapshot {
         }
         return exclusive;
     }
+    /// The counters of kind `k`, read-only.
     const acquire_counters& of(lock_kind k) const noexcept { return const_cast<metrics_snapshot&>(*this).of(k); }
     /// Failed acquires (the `failed` above) by error: "would_block", "lock_lost", ...
     /// (zklock::errc names), or "zookeeper_<code>" for ZooKeeper's codes, "<category>_<value>" else.
