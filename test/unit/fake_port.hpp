@@ -306,9 +306,10 @@ inline std::size_t fake_port::timers_running() const noexcept
     return n;
 }
 
-/// An io_context and a fake port on it, for one test. At the end the port lets go of what it still
-/// holds (requests never answered, waits), which would otherwise keep the operations, and through
-/// them the port, alive; then the context destroys the handlers still queued.
+/// An io_context and a fake port on it, for one test. At the end the observers bury what they hold
+/// and the port lets go of what it still holds (requests never answered, waits, timers), which
+/// would otherwise keep the operations, and through them the port, alive; then the context
+/// destroys the handlers still queued.
 struct fake_fixture {
     boost::asio::io_context io;
     std::shared_ptr<fake_port> port = std::make_shared<fake_port>(io);
@@ -316,7 +317,15 @@ struct fake_fixture {
     fake_fixture() = default;
     fake_fixture(const fake_fixture&) = delete;
     fake_fixture& operator=(const fake_fixture&) = delete;
-    ~fake_fixture() { port->drop_all(); }
+    ~fake_fixture()
+    {
+        // As a session whose execution context shuts down: its observers (leases, cohorts) bury
+        // what they hold, which is destroyed, never invoked; then what the port holds goes.
+        detail::graveyard g;
+        port->shut_down_observers(g);
+        for (int round = 0; round < 8 && !g.empty(); ++round) g.clear();
+        port->drop_all();
+    }
 };
 
 }  // namespace zklock::test
