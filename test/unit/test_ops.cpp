@@ -575,6 +575,18 @@ void start_multi(const std::shared_ptr<fake_port>& port, std::vector<lock_spec> 
                                    }));
 }
 
+// Starts multi_lock over /a and /b: /a is granted, /b's create refused (no_auth). Returns /a's node.
+std::string take_a_then_refuse_b(const std::shared_ptr<fake_port>& port, multi_result_of& r)
+{
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
+    const std::string a = grant_alone(*port, "/a", 1);
+    const std::string prefix = port->pending().front().path;
+    port->answer("create", prefix, {.ec = zk_errc::no_auth});
+    port->answer("list_children", "/b", {.children = {}});
+    port->run();
+    return a;
+}
+
 }  // namespace
 
 TEST_CASE("multi_lock: the locks in canonical order, the leases in the caller's")
@@ -599,12 +611,7 @@ TEST_CASE("multi_lock: a failure releases what was taken, then completes")
     fake_fixture fx;
     auto& port = fx.port;
     multi_result_of r;
-    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
-    const std::string a = grant_alone(*port, "/a", 1);
-    const std::string prefix = port->pending().front().path;
-    port->answer("create", prefix, {.ec = zk_errc::no_auth});
-    port->answer("list_children", "/b", {.children = {}});
-    port->run();
+    const std::string a = take_a_then_refuse_b(port, r);
     CHECK(!r.ec);  // not before /a is released
     port->answer("remove", a);
     port->run();
@@ -667,13 +674,22 @@ struct acquired {
     lease l;
 };
 
-void start_acquire(const std::shared_ptr<fake_port>& port, const std::string& dir, acquired& r, asio::cancellation_slot slot = {})
+detail::acquire_request mutex_request(const std::string& dir)
 {
-    detail::acquire_request req{std::make_shared<const std::string>(dir), detail::queue_policy{detail::mutex_recipe}};
+    return detail::acquire_request{std::make_shared<const std::string>(dir), detail::queue_policy{detail::mutex_recipe}};
+}
+
+void start_acquire(const std::shared_ptr<fake_port>& port, detail::acquire_request req, acquired& r, asio::cancellation_slot slot = {})
+{
     detail::initiate_acquire(port, std::move(req), asio::bind_cancellation_slot(slot, [&r](error_code ec, lease l) {
                                  r.ec = ec;
                                  r.l = std::move(l);
                              }));
+}
+
+void start_acquire(const std::shared_ptr<fake_port>& port, const std::string& dir, acquired& r, asio::cancellation_slot slot = {})
+{
+    start_acquire(port, mutex_request(dir), r, slot);
 }
 
 }  // namespace
@@ -967,12 +983,9 @@ TEST_CASE("acquire: its timeout on the port's clock takes the node away, a silen
         fake_fixture fx;
         auto& port = fx.port;
         acquired r;
-        detail::acquire_request req{std::make_shared<const std::string>("/l"), detail::queue_policy{detail::mutex_recipe}};
+        auto req = mutex_request("/l");
         req.timeout = std::chrono::seconds(5);
-        detail::initiate_acquire(port, std::move(req), [&r](error_code ec, lease l) {
-            r.ec = ec;
-            r.l = std::move(l);
-        });
+        start_acquire(port, std::move(req), r);
         // Someone holds it: the acquire waits on that node.
         const std::string prefix = port->pending().front().path;
         const std::string ours = prefix + "0000000002";
@@ -1017,12 +1030,7 @@ TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes
     fake_fixture fx;
     auto& port = fx.port;
     multi_result_of r;
-    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
-    const std::string a = grant_alone(*port, "/a", 1);
-    const std::string prefix = port->pending().front().path;
-    port->answer("create", prefix, {.ec = zk_errc::no_auth});
-    port->answer("list_children", "/b", {.children = {}});
-    port->run();
+    const std::string a = take_a_then_refuse_b(port, r);
     REQUIRE(port->pending().size() == 1);
     CHECK(port->pending().front().path == a);  // /a's release, not answered
     port->advance(detail::cleanup_grace - std::chrono::milliseconds(1));
@@ -1047,12 +1055,9 @@ TEST_CASE("cohort: one node for the session's local queue, handed on locally, de
     fake_fixture fx;
     auto& port = fx.port;
     const auto cohort_acquire = [&](acquired& r, asio::cancellation_slot slot = {}) {
-        detail::acquire_request req{std::make_shared<const std::string>("/c"), detail::queue_policy{detail::mutex_recipe}};
+        auto req = mutex_request("/c");
         req.cohort = true;
-        detail::initiate_acquire(port, std::move(req), asio::bind_cancellation_slot(slot, [&r](error_code ec, lease l) {
-                                     r.ec = ec;
-                                     r.l = std::move(l);
-                                 }));
+        start_acquire(port, std::move(req), r, slot);
     };
     acquired a, b, c;
     asio::cancellation_signal cancel_c;
@@ -1114,13 +1119,10 @@ TEST_CASE("cohort: with another process waiting, the turn goes to it after max_l
     one.max_local_handoffs = 1;
     const auto options = std::make_shared<const lock_options>(one);
     const auto cohort_acquire = [&](acquired& r) {
-        detail::acquire_request req{std::make_shared<const std::string>("/c"), detail::queue_policy{detail::mutex_recipe}};
+        auto req = mutex_request("/c");
         req.cohort = true;
         req.options = options;
-        detail::initiate_acquire(port, std::move(req), [&r](error_code ec, lease l) {
-            r.ec = ec;
-            r.l = std::move(l);
-        });
+        start_acquire(port, std::move(req), r);
     };
     acquired a, b;
     cohort_acquire(a);
