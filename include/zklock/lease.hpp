@@ -9,6 +9,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <memory>
@@ -109,8 +110,27 @@ public:
     /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
 
-    /// Where the lease stands now (released for an empty lease).
+    /// Where the lease stands at the instant of the call (released for an empty lease).
+    ///
+    /// Computed on the clock from the session's evidence (docs/liveness.md), not only from what
+    /// handlers have recorded: with t the send time of the latest request the leader answered,
+    /// suspended from t + T/3 and lost (session_expired, presumed) from t + T/2, even when the
+    /// executor was blocked and no handler has run since. A holder whose thread stalled past its
+    /// session's life reads lost at resume, before anything else runs. Lost stays lost: the
+    /// waiters (async_wait_lost, async_wait_status_change) are told the same soon after, from a
+    /// posted handler. Like every query of a lease, it reads the session's state: call it on the
+    /// session's executor.
     lease_status status() const noexcept;
+    /// Until when no other holder can be granted this lock, by the session's evidence: the
+    /// steady-clock instant at which the lease is presumed lost (t + T/2 while the evidence
+    /// lasts, docs/liveness.md), moved forward by every answer of the leader;
+    /// time_point::min() unless owns_lock(). `if (std::chrono::steady_clock::now() <
+    /// lease.valid_until()) act();` leaves exactly the window between the check and the act, which
+    /// no client-side check closes: pass fence() to the resource for that (docs/guarantees.md).
+    /// The bound assumes the leader's clock runs at the rate of ours and ZooKeeper's default
+    /// minSessionTimeout (2 × tickTime) or more; a node deleted by another client (not by the
+    /// session's expiry) ends the lease earlier, as a watch tells.
+    std::chrono::steady_clock::time_point valid_until() const noexcept;
     /// Creation zxid of our node: strictly increasing across holders of this lock path. 0 if empty.
     /// In cohort mode (lock_options::cohort) the local holders of one node share it: compare
     /// fence() instead, which is strictly increasing in both modes.
@@ -127,7 +147,9 @@ public:
     /// Completion signature: void(error_code). status() is released from the call on, and pending
     /// waits complete with operation_aborted. Retries across connection loss; succeeds when the
     /// node is gone (also when the session ended, which removed it): during an outage, that is
-    /// when the server is back or the session has ended.
+    /// when the server is back or the session has ended. A lease that reads lost at the call
+    /// (valid_until() passed, its waiters not told yet) is released as a lost one: the waiters
+    /// hear session_expired, and the node is deleted without a handoff mark.
     ///
     /// Executor: as the class says.
     ///
@@ -210,8 +232,9 @@ public:
     ///
     /// Cancellation: not cancellable: the transaction's outcome is the server's.
     ///
-    /// Errors: errc::lock_lost (our node is gone: nothing was applied, and status() becomes lost),
-    /// errc::session_expired, errc::already_released (empty or released lease: nothing sent),
+    /// Errors: errc::lock_lost (our node is gone: nothing was applied, and status() becomes lost;
+    /// or status() read lost when the call was made, e.g. valid_until() had passed after a stall:
+    /// nothing was sent), errc::session_expired, errc::already_released (empty or released lease: nothing sent),
     /// errc::invalid_argument (no ops), errc::request_too_large, and the first failing op's
     /// zk_errc otherwise (then nothing was applied either). A connection loss
     /// (zk_errc::connection_loss) leaves the outcome unknown, as for any write.

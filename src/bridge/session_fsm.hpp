@@ -105,6 +105,21 @@ public:
     session_effects on_connection_lost();
     /// The presumed-expiry timer fired (it also marks the start of a doubt).
     session_effects on_presume_timer(clock::time_point now);
+    /// A doubt or a presumption is due by `now`: on_presume_timer(now) would make it.
+    bool due(clock::time_point now) const
+    {
+        const auto d = doubt_at();
+        const auto p = presume_deadline();
+        return (d && now >= *d) || (p && now >= *p);
+    }
+    /// The deadline of the presumption the evidence allows (session_reading::valid_until):
+    /// time_point::min() once presumed, or when no rule applies (not engaged and connected,
+    /// connecting, ended).
+    clock::time_point valid_until() const
+    {
+        const auto p = presume_deadline();
+        return p ? *p : clock::time_point::min();
+    }
     /// The server says the session expired.
     session_effects on_expired();
     /// The server refused our credentials.

@@ -224,9 +224,12 @@ void session_impl::apply(const session_effects& e)
         metrics_.presumed_expiry();
         log_->event(log_level::warning, "session presumed expired: no answer the leader vouches for within the session "
                                         "timeout; its leases are lost");
+        // While they are told (a handler may run inline), a read of a lease not told yet reads lost.
+        ++presumptions_untold_;
         auto copy = observers_;
         for (auto& w : copy)
             if (auto o = w.lock()) o->on_presumed_expired();
+        --presumptions_untold_;
     }
 }
 
@@ -307,6 +310,24 @@ void session_impl::leader_request(request_base& r)
 void request_base::confirm_leader() const
 {
     if (!ec && leader_sent != std::chrono::steady_clock::time_point{}) s->on_leader_answer(leader_sent);
+}
+
+session_reading session_impl::read_now()
+{
+    const auto now = clock::now();
+    if (fsm_.due(now)) {
+        // The timer is due but has not run (the executor was busy, or it is just due): decide now
+        // what it would decide, and tell from a posted handler, never inside a query.
+        auto e = fsm_.on_presume_timer(now);
+        if (e.presumed_expired) ++presumptions_untold_;
+        asio::post(ex_, [w = weak_from_this(), e] {
+            auto self = w.lock();
+            if (!self) return;
+            self->apply(e);
+            if (e.presumed_expired) --self->presumptions_untold_;
+        });
+    }
+    return {fsm_.observed_state(), fsm_.generation(), presumptions_untold_ > 0, fsm_.valid_until()};
 }
 
 void session_impl::on_leader_answer(clock::time_point sent)

@@ -73,6 +73,7 @@ public:
     clock::duration answer_deadline() const noexcept override { return fsm_.answer_deadline(); }
     std::size_t max_request_bytes() const noexcept override { return cfg_.max_request_bytes; }
     const log_sink& log() const noexcept override { return *log_; }
+    session_reading read_now() override;
     void wait_connected(std::uint64_t generation, void_cb cb) override;
     void subscribe(std::weak_ptr<session_observer> o) override;
     // Requests. The callback runs on the session executor, after zookeeper_process returned.
@@ -255,6 +256,7 @@ private:
     asio::steady_timer connect_timer_;
     asio::steady_timer presume_timer_;
     std::optional<clock::time_point> presume_armed_;  // when presume_timer_ fires, if it waits
+    std::size_t presumptions_untold_ = 0;  // made by read_now(), their observers not told yet
     asio::steady_timer probe_timer_;
     bool probe_waiting_ = false;
     clock::time_point last_leader_send_{};

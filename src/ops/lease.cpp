@@ -209,6 +209,12 @@ void lease_state::on_shutdown(graveyard& g)
 
 void lease_state::release(unique_function<void(error_code)> cb)
 {
+    // Presumed expired before the session told us (read_now): lost first, the node deleted
+    // plainly by this release.
+    if (fsm_.holds() && s_->read_now().presumed) {
+        mark_dir_.clear();
+        apply(fsm_.presumed_expired());
+    }
     const auto c = fsm_.release();
     if (!c.released) {
         if (cb) cb(errc::already_released);
@@ -427,7 +433,14 @@ lease::~lease()
 
 bool lease::owns_lock() const noexcept
 {
-    return state_ && (state_->status() == lease_status::held || state_->status() == lease_status::suspended);
+    if (!state_) return false;
+    const auto st = state_->status();
+    return st == lease_status::held || st == lease_status::suspended;
+}
+
+std::chrono::steady_clock::time_point lease::valid_until() const noexcept
+{
+    return state_ ? state_->valid_until() : std::chrono::steady_clock::time_point::min();
 }
 
 lease_status lease::status() const noexcept { return state_ ? state_->status() : lease_status::released; }

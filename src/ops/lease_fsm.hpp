@@ -37,6 +37,23 @@ public:
     /// Held or suspended: the lock is still ours, as far as this process knows.
     bool holds() const noexcept { return status_ == lease_status::held || status_ == lease_status::suspended; }
 
+    /// What a query reads now: the status and the loss's reason as recorded, unless the session
+    /// as read at this instant (zk_port::read_now: `st`, `generation`, `presumed`) says the
+    /// lease no longer holds, or is in doubt, before its observers have been told.
+    struct reading {
+        lease_status status;
+        error_code lost_reason;
+    };
+    reading read(session_state st, std::uint64_t generation, bool presumed) const noexcept
+    {
+        if (!holds()) return {status_, lost_reason_};
+        if (st == session_state::closed) return {lease_status::lost, errc::session_closed};
+        if (presumed || generation != generation_ || st == session_state::expired)
+            return {lease_status::lost, errc::session_expired};
+        if (st != session_state::connected) return {lease_status::suspended, {}};
+        return {status_, {}};
+    }
+
     /// The session's state changed: suspended and back (held) within the node's session; a new
     /// session, an expiry or the end of the session lose it.
     change session_changed(session_state st, std::uint64_t generation) noexcept

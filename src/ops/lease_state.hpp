@@ -57,12 +57,29 @@ public:
     /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
     void set_unmetered() noexcept { reported_end_ = true; }
 
-    lease_status status() const noexcept { return fsm_.status(); }
+    /// The status and loss reason a query reads: as recorded, or as the session's evidence says
+    /// at this instant (lease_fsm::read), whatever handlers have not run yet.
+    lease_fsm::reading read() const noexcept
+    {
+        if (!fsm_.holds()) return {fsm_.status(), fsm_.lost_reason()};
+        const auto r = s_->read_now();
+        return fsm_.read(r.state, r.generation, r.presumed);
+    }
+    lease_status status() const noexcept { return read().status; }
+    /// Until when no other holder can be granted the lock, by the session's evidence (lease::valid_until).
+    std::chrono::steady_clock::time_point valid_until() const noexcept
+    {
+        if (!fsm_.holds()) return std::chrono::steady_clock::time_point::min();
+        const auto r = s_->read_now();
+        const auto st = fsm_.read(r.state, r.generation, r.presumed).status;
+        return st == lease_status::held || st == lease_status::suspended ? r.valid_until
+                                                                           : std::chrono::steady_clock::time_point::min();
+    }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }
     std::uint64_t local_seq() const noexcept { return local_seq_; }
     std::uint64_t generation() const noexcept { return generation_; }
-    error_code lost_reason() const noexcept { return fsm_.lost_reason(); }
+    error_code lost_reason() const noexcept { return read().lost_reason; }
     const session_ptr& session() const noexcept { return s_; }
 
 private:

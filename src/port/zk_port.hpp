@@ -68,6 +68,20 @@ protected:
     ~session_observer() = default;
 };
 
+/// The session as a synchronous query reads it at one instant (zk_port::read_now).
+struct session_reading {
+    /// The state observers are told: suspended while connected but doubtful (no answer the
+    /// leader vouches for within a third of the session timeout while engaged).
+    session_state state = session_state::disconnected;
+    std::uint64_t generation = 0;
+    /// The session is presumed expired and its observers are not all told yet: every lease of it
+    /// reads lost.
+    bool presumed = false;
+    /// Until when the evidence shows that the server cannot have expired the session (the
+    /// presumption's deadline), or time_point::min() when there is no such evidence.
+    std::chrono::steady_clock::time_point valid_until = std::chrono::steady_clock::time_point::min();
+};
+
 /// A one-shot timer on the port's clock.
 class port_timer {
 public:
@@ -108,6 +122,12 @@ public:
     /// errc::request_too_large if a request with this much path and data would exceed
     /// max_request_bytes() (with ZooKeeper's framing: header, ACL, flags).
     error_code check_request_size(std::size_t path_bytes, std::size_t data_bytes, std::size_t ops = 1) const noexcept;
+
+    /// The session as of now, on the port's clock. A doubt or a presumption of expiry that is due
+    /// by now is made now, as its timer would have made it, however long the executor has been
+    /// busy: the observers are told from a posted handler, and until then `presumed` says so. So a
+    /// read never disagrees with what the observers are told afterwards.
+    virtual session_reading read_now() = 0;
 
     /// Completes (posted) once connected within ZooKeeper session `generation` (0: any); with
     /// errc::session_expired if that session is gone, errc::session_closed after close.

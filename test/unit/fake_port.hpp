@@ -69,6 +69,29 @@ public:
     std::size_t max_request_bytes() const noexcept override { return max_request_bytes_; }
     const detail::log_sink& log() const noexcept override { return log_; }
 
+    // The leader's evidence (docs/liveness.md): off until a test confirms it (confirm_leader);
+    // then a read doubts from confirmed + T/3 and presumes the session expired from
+    // confirmed + T/2, as session_impl does, and a due presumption is told from a posted handler
+    // (by a read, or by the presumption's timer, which advance() runs when its time comes).
+    clock::duration session_timeout_ = std::chrono::seconds(9);
+    std::optional<clock::time_point> confirmed_;
+    /// The leader answered a request sent at the clock's time now.
+    void confirm_leader()
+    {
+        confirmed_ = now_;
+        presumed_ = false;
+    }
+    detail::session_reading read_now() override
+    {
+        detail::session_reading r{state_, generation_, untold_ > 0, clock::time_point::max()};
+        if (!confirmed_) return r;
+        if (!presumed_ && now_ >= *confirmed_ + session_timeout_ / 2) presume();
+        if (r.state == session_state::connected && now_ >= *confirmed_ + session_timeout_ / 3) r.state = session_state::suspended;
+        r.presumed = untold_ > 0;
+        r.valid_until = presumed_ ? clock::time_point::min() : *confirmed_ + session_timeout_ / 2;
+        return r;
+    }
+
     void wait_connected(std::uint64_t generation, detail::void_cb cb) override
     {
         connected_waiters_.emplace_back(generation, std::move(cb));
@@ -247,8 +270,23 @@ private:
         }
     }
 
+    // The presumption: decided now, its observers told from a posted handler.
+    void presume()
+    {
+        presumed_ = true;
+        ++untold_;
+        boost::asio::post(ex_, [self = shared_from_this()] {
+            auto copy = self->observers_;
+            for (auto& w : copy)
+                if (auto o = w.lock()) o->on_presumed_expired();
+            --self->untold_;
+        });
+    }
+
     boost::asio::io_context& io_;
     boost::asio::any_io_executor ex_;
+    bool presumed_ = false;
+    int untold_ = 0;
     detail::log_sink log_{{}, log_level::error};
     std::deque<fake_request> pending_;
     std::vector<std::string> made_;
@@ -283,6 +321,7 @@ inline std::unique_ptr<detail::port_timer> fake_port::make_timer()
 inline void fake_port::advance(clock::duration d)
 {
     now_ += d;
+    if (confirmed_ && !presumed_ && now_ >= *confirmed_ + session_timeout_ / 2) presume();
     std::vector<std::shared_ptr<timer_entry>> due;
     for (auto it = timers_.begin(); it != timers_.end();) {
         auto e = it->lock();

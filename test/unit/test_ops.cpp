@@ -550,7 +550,7 @@ std::string grant_alone(fake_port& port, const std::string& dir, int seq)
 {
     REQUIRE(port.pending().size() >= 2);
     const std::string prefix = port.pending().front().path;
-    REQUIRE(prefix.starts_with(dir + "/x-"));
+    REQUIRE(prefix.starts_with(dir + "/"));
     CHECK(port.pending().front().mode == create_mode::ephemeral_sequential);
     std::string s = std::to_string(seq);
     const std::string created = prefix + std::string(10 - s.size(), '0') + s;
@@ -1146,4 +1146,175 @@ TEST_CASE("cohort: with another process waiting, the turn goes to it after max_l
     REQUIRE_FALSE(port->pending().empty());
     CHECK(port->pending().front().op == "create");  // the next turn's node, for b
     CHECK_FALSE(b.ec);
+}
+
+// ---- a stalled holder: every query on the clock ---------------------------------------------------
+
+namespace {
+
+/// Every synchronous query of `l`, as one value to compare.
+struct queries {
+    lease_status status;
+    bool owns;
+    bool as_bool;
+    error_code reason;
+    std::chrono::steady_clock::time_point valid_until;
+    bool operator==(const queries&) const = default;
+};
+
+queries read_all(const lease& l)
+{
+    return {l.status(), l.owns_lock(), static_cast<bool>(l), l.lost_reason(), l.valid_until()};
+}
+
+/// Grants `req` alone on the fake (create, listing), with the leader's evidence confirmed at the
+/// grant: the lease is valid until half the session timeout from now.
+acquired grant_confirmed(const std::shared_ptr<fake_port>& port, detail::acquire_request req, int seq)
+{
+    acquired r;
+    const std::string dir = *req.dir;
+    start_acquire(port, std::move(req), r);
+    port->run();
+    port->confirm_leader();
+    grant_alone(*port, dir, seq);
+    REQUIRE(r.ec);
+    REQUIRE(!*r.ec);
+    return r;
+}
+
+constexpr auto never = std::chrono::steady_clock::time_point::min();
+
+}  // namespace
+
+TEST_CASE("lease: a stalled holder reads every query on the clock, before any handler runs")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto a = grant_confirmed(port, mutex_request("/l"), 5);
+    const auto deadline = port->now() + T / 2;
+    std::optional<error_code> told;
+    a.l.async_wait_lost([&](error_code ec) { told = ec; });
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:1"});  // the watch on our node
+    port->run();
+    CHECK(read_all(a.l) == queries{lease_status::held, true, true, {}, deadline});
+
+    // The executor is blocked: time runs, no handler does.
+    port->advance(T / 3);
+    CHECK(read_all(a.l) == queries{lease_status::suspended, true, true, {}, deadline});
+    port->advance(T / 2 - T / 3);
+    const queries lost{lease_status::lost, false, false, errc::session_expired, never};
+    CHECK(read_all(a.l) == lost);
+    CHECK(!told);  // nothing has run yet
+
+    // A guarded write now sends nothing: lock_lost, not a connection_loss to guess at.
+    const auto made = port->log_of_requests().size();
+    std::optional<error_code> write;
+    std::vector<multi_result> results;
+    a.l.async_guarded_multi({multi_op::set_data("/data", "v", -1)}, [&](error_code ec, std::vector<multi_result> r) {
+        write = ec;
+        results = std::move(r);
+    });
+    CHECK(port->log_of_requests().size() == made);
+
+    // The executor resumes: the waiters hear what the reads said, and newer evidence (an answer
+    // arriving late) does not bring the lease back.
+    port->confirm_leader();
+    port->run();
+    REQUIRE(write);
+    CHECK(*write == errc::lock_lost);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].ec == errc::lock_lost);
+    REQUIRE(told);
+    CHECK(*told == errc::session_expired);
+    CHECK(read_all(a.l) == lost);
+    // The node is deleted, plainly (a presumed holder's successor lists), and nothing else is sent.
+    bool multi_sent = false;
+    for (std::size_t i = made; i < port->log_of_requests().size(); ++i)
+        multi_sent = multi_sent || port->log_of_requests()[i].starts_with("multi");
+    CHECK(!multi_sent);
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == a.l.node());
+}
+
+TEST_CASE("lease: evidence moves its deadline on, a doubt ends with an answer")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto a = grant_confirmed(port, mutex_request("/l"), 5);
+    port->advance(T / 3);
+    CHECK(a.l.status() == lease_status::suspended);
+    port->confirm_leader();  // an answer the leader vouches for
+    CHECK(a.l.status() == lease_status::held);
+    CHECK(a.l.valid_until() == port->now() + T / 2);
+    port->advance(T / 2 - std::chrono::milliseconds(1));
+    CHECK(a.l.owns_lock());
+    port->advance(std::chrono::milliseconds(1));
+    CHECK(a.l.status() == lease_status::lost);
+}
+
+TEST_CASE("lease: released after its deadline, as a lost lease: waiters hear the expiry, the node goes plainly")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto a = grant_confirmed(port, mutex_request("/l"), 5);
+    std::optional<error_code> told, released;
+    a.l.async_wait_lost([&](error_code ec) { told = ec; });
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:1"});
+    port->run();
+    port->advance(T);
+    const auto node = a.l.node();
+    a.l.async_release([&](error_code ec) { released = ec; });
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");  // not a multi with a handoff mark
+    CHECK(port->pending().front().path == node);
+    port->answer("remove", node);
+    port->run();
+    REQUIRE(told);
+    CHECK(*told == errc::session_expired);
+    REQUIRE(released);
+    CHECK(!*released);
+    CHECK(a.l.status() == lease_status::released);
+    CHECK(port->pending().empty());  // one delete, not two
+}
+
+TEST_CASE("lease: a shared lock's reader and a cohort's local holder read their status on the clock too")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto reader = grant_confirmed(port, detail::acquire_request{std::make_shared<const std::string>("/rw"),
+                                                                detail::queue_policy{detail::reader_recipe}},
+                                  3);
+    CHECK(reader.l.owns_lock());
+
+    auto cohort_req = mutex_request("/c");
+    cohort_req.cohort = true;
+    acquired holder, waiter;
+    start_acquire(port, cohort_req, holder);
+    start_acquire(port, cohort_req, waiter);
+    port->run();
+    grant_alone(*port, "/c", 7);
+    port->run();
+    REQUIRE(holder.ec);
+    REQUIRE(!*holder.ec);
+    while (!port->pending().empty()) port->answer_next({.data = "h:1", .children = {"x-0000000000000001-lock-0000000007"}});
+    port->run();
+    CHECK(holder.l.owns_lock());
+    CHECK(!waiter.ec);
+
+    port->advance(T / 2);
+    CHECK(reader.l.status() == lease_status::lost);
+    CHECK(reader.l.lost_reason() == errc::session_expired);
+    CHECK(holder.l.status() == lease_status::lost);
+    CHECK(holder.l.valid_until() == never);
+    // Once the executor runs: the local waiter is not handed a node that is presumed gone.
+    port->run();
+    CHECK(holder.l.status() == lease_status::lost);
+    CHECK(!(waiter.ec && !*waiter.ec));
 }

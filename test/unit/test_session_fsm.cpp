@@ -218,3 +218,31 @@ TEST_CASE("session_fsm: nothing engaged, nothing is probed or presumed while con
     CHECK(f.observed_state() == session_state::connected);
     CHECK_FALSE(f.on_presume_timer(t0 + 1h).presumed_expired);
 }
+
+TEST_CASE("session_fsm: what a read at any instant sees: the deadline, and a doubt or presumption due")
+{
+    auto f = connected_fsm();  // T = 3 s
+    CHECK(f.valid_until() == std::chrono::steady_clock::time_point::min());  // nothing engaged: no rule
+    f.on_engaged(true, t0 + 1s);
+    CHECK(f.valid_until() == t0 + 1s + 1500ms);
+    CHECK_FALSE(f.due(t0 + 1s + 999ms));
+    CHECK(f.due(t0 + 2s));  // T/3: a doubt is due
+    auto e = f.on_presume_timer(t0 + 2s);
+    CHECK(e.observers_changed);
+    CHECK(f.observed_state() == session_state::suspended);
+    CHECK_FALSE(f.due(t0 + 2s + 499ms));
+    f.on_leader_confirmed(t0 + 1500ms, t0 + 2100ms);  // an answer to a request sent at +1.5 s
+    CHECK(f.valid_until() == t0 + 3s);
+    CHECK(f.observed_state() == session_state::connected);
+    CHECK(f.due(t0 + 3s));  // T/2 after the send: the presumption (and the doubt before it)
+    e = f.on_presume_timer(t0 + 3s);
+    CHECK(e.presumed_expired);
+    CHECK(f.valid_until() == std::chrono::steady_clock::time_point::min());
+    CHECK_FALSE(f.due(t0 + 10s));  // presumed once
+    // Evidence too old to stop the presumption does not undo it.
+    f.on_leader_confirmed(t0 + 1600ms, t0 + 3100ms);
+    CHECK(f.valid_until() == std::chrono::steady_clock::time_point::min());
+    // A newer answer is new evidence: the deadline comes back, for what is held from now on.
+    f.on_leader_confirmed(t0 + 3050ms, t0 + 3100ms);
+    CHECK(f.valid_until() == t0 + 3050ms + 1500ms);
+}
