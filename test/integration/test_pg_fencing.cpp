@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +200,56 @@ void write_executable(const std::string& path, const std::string& text)
 }
 
 }  // namespace
+
+TEST_CASE("pg_server: PostgreSQL on loopback, paused and resumed, stopped by its PID, nothing left behind")
+{
+    fs::path dir;
+    pid_t postmaster = -1;
+    std::vector<pid_t> all;
+    {
+        pg_server pg;
+        dir = pg.dir();
+        postmaster = pg.pid();
+        CHECK(fs::exists(dir / "data" / "PG_VERSION"));
+        CHECK(pg.psql("SHOW listen_addresses") == "127.0.0.1\n");
+        CHECK(pg.psql("SELECT current_user") == "zklock\n");
+        all = pg.processes();
+        CHECK(all.size() >= 3);  // the postmaster and its background processes
+        if (::geteuid() == 0) {  // PostgreSQL refuses root: it runs as postgres
+            const auto status = test::detail::read_file_from("/proc/" + std::to_string(postmaster) + "/status");
+            const auto uid = status.substr(status.find("Uid:") + 4);
+            CHECK(std::stoul(uid) != 0);
+        }
+        // Paused, it accepts the connection (the kernel does) and answers nothing.
+        pg.pause();
+        const auto stalled =
+            test::detail::run_process({"psql", "-X", "-At", "-d", pg.conninfo(), "-c", "SELECT 1"}, 1000ms);
+        CHECK(stalled.timed_out);
+        pg.resume();
+        CHECK(pg.psql("SELECT 2") == "2\n");
+    }
+    // Gone: the postmaster reaped, its processes ended, the directory removed.
+    CHECK(::kill(postmaster, 0) == -1);
+    const auto deadline = clock_type::now() + 5s;
+    auto alive = [&] {  // (a zombie waiting for whoever adopted it counts as gone)
+        return std::count_if(all.begin(), all.end(), [](pid_t p) {
+            const auto stat = test::detail::read_file_from("/proc/" + std::to_string(p) + "/stat");
+            const auto close = stat.rfind(')');
+            return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+        });
+    };
+    while (alive() > 0 && clock_type::now() < deadline) std::this_thread::sleep_for(10ms);
+    CHECK(alive() == 0);
+    CHECK(!fs::exists(dir));
+
+    // crash(): an immediate shutdown; the postmaster is gone at once, the destructor only cleans up.
+    pg_server crashed;
+    const auto pid = crashed.pid();
+    crashed.crash();
+    CHECK(!crashed.running());
+    CHECK(::kill(pid, 0) == -1);
+    CHECK(test::detail::run_process({"psql", "-X", "-At", "-d", crashed.conninfo(), "-c", "SELECT 1"}).status == 2);
+}
 
 TEST_CASE("pg: the guide's table and statements, as written, against PostgreSQL")
 {
