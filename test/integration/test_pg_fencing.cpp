@@ -402,9 +402,10 @@ TEST_CASE("http_counter_pg: a holder paused past its session timeout is refused 
             scratch_dir dir{"zklock-pg"};
             const auto servers = shared_server().connect_string();
             const auto lock = unique_path("http-pg-paused");
-            // a: reads, then works 1.5 s before writing, on a 2 s session; b: a normal instance.
+            // a: reads, then works 3 s before writing, on a 2 s session (the test has 3 s to see
+            // the claim and stop it); b: a normal instance.
             const std::vector<std::string> args_a{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
-                                                  "--hold-ms", "1500", "--session-timeout-ms", "2000"};
+                                                  "--hold-ms", "3000", "--session-timeout-ms", "2000"};
             const std::vector<std::string> args_b{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
                                                   "--lock-timeout-ms", "10000"};
             counter_server a, b;
@@ -566,7 +567,7 @@ TEST_CASE("http_counter_pg: a database that stalls or crashes mid-request: a cle
             const auto servers = shared_server().connect_string();
             const auto lock = unique_path("http-pg-gone");
             const std::vector<std::string> args{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
-                                                "--hold-ms", "300", "--db-timeout-ms", "1000"};
+                                                "--hold-ms", "1000", "--db-timeout-ms", "1000"};
             counter_server srv;
             start(srv, dir, "srv", args);
             co_await wait_listening(srv);
