@@ -4,8 +4,8 @@
 // examples/http_counter_pg.cpp; a few lines of glue, not a client library.
 //
 // Every operation is bounded by a timeout (a server that stops answering is an error, not a hang)
-// and throws pg::error on failure. A statement that timed out has an unknown outcome: it was sent,
-// and a server that wakes up runs it. A connection that failed or timed out must not be used again:
+// and throws pg::error on failure. A statement that timed out has an unknown outcome: it may have
+// reached the server, which runs it when it wakes up. A connection that failed or timed out must not be used again:
 // its protocol state is unknown (usable() says so); destroy it and connect another.
 #pragma once
 

@@ -199,6 +199,28 @@ void write_executable(const std::string& path, const std::string& text)
     REQUIRE(::chmod(path.c_str(), 0755) == 0);
 }
 
+/// Runs `during` while another transaction holds the counter's row, having set fence_zxid to
+/// `fence` (uncommitted), and commits 1.2 s after it took the row.
+template <class F> void while_row_held(pg_server& pg, const scratch_dir& dir, int fence, F during)
+{
+    child_process holder;
+    holder.start({"/bin/sh", "-c",
+                  "exec psql -X -q -v ON_ERROR_STOP=1 -d '" + pg.conninfo() +
+                      "' -c 'BEGIN; UPDATE counter SET fence_zxid = " + std::to_string(fence) +
+                      ", fence_local = 0 WHERE id = 1; SELECT pg_sleep(1.2); COMMIT;'"},
+                 dir / "holder.out", dir / "holder.err");
+    const auto deadline = clock_type::now() + 20s;
+    while (pg.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.2)%' AND state = 'active' "
+                   "AND pid <> pg_backend_pid()") != "1\n") {
+        REQUIRE_MESSAGE(!holder.poll(), "the holding transaction ended early: " << holder.err());
+        REQUIRE(clock_type::now() < deadline);
+        std::this_thread::sleep_for(10ms);
+    }
+    during();
+    while (!holder.poll()) std::this_thread::sleep_for(10ms);
+    CHECK(*holder.status == 0);
+}
+
 }  // namespace
 
 TEST_CASE("pg_server: PostgreSQL on loopback, paused and resumed, stopped by its PID, nothing left behind")
@@ -292,26 +314,23 @@ TEST_CASE("pg: the guide's table and statements, as written, against PostgreSQL"
     // A stale UPDATE (fence 50) started meanwhile: its snapshot still has fence 30 (< 50, it would
     // pass), but it waits for the row lock, then evaluates its WHERE again on the committed row.
     scratch_dir dir{"zklock-pg"};
-    child_process holder;
-    holder.start({"/bin/sh", "-c",
-                  "exec psql -X -q -v ON_ERROR_STOP=1 -d '" + pg.conninfo() +
-                      "' -c 'BEGIN; UPDATE counter SET fence_zxid = 100, fence_local = 0 WHERE id = 1; "
-                      "SELECT pg_sleep(1.5); COMMIT;'"},
-                 dir / "holder.out", dir / "holder.err");
-    const auto deadline = clock_type::now() + 20s;
-    while (pg.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active' "
-                   "AND pid <> pg_backend_pid()") != "1\n") {
-        REQUIRE_MESSAGE(!holder.poll(), "the holding transaction ended early: " << holder.err());
-        REQUIRE(clock_type::now() < deadline);
-        std::this_thread::sleep_for(10ms);
-    }
     const auto t0 = clock_type::now();
-    CHECK(prepared(pg, "bigint", g.single, "50") == "");
-    const auto waited = clock_type::now() - t0;
-    CHECK(waited >= 500ms);  // it waited for the holder's commit
-    while (!holder.poll()) std::this_thread::sleep_for(10ms);
-    CHECK(*holder.status == 0);
+    while_row_held(pg, dir, 100, [&] { CHECK(prepared(pg, "bigint", g.single, "50") == ""); });
+    CHECK(clock_type::now() - t0 >= 1s);  // it waited for the holder's commit
     CHECK(row(pg) == "6|100|0\n");
+    // REPEATABLE READ: the same stale UPDATE fails with a serialization error instead.
+    std::string failure;
+    while_row_held(pg, dir, 200, [&] {
+        try {
+            pg.psql("BEGIN ISOLATION LEVEL REPEATABLE READ;\nPREPARE s(bigint) AS " + g.single +
+                    ";\nEXECUTE s(150);\nCOMMIT;");
+        } catch (const std::runtime_error& e) {
+            failure = e.what();
+        }
+    });
+    CAPTURE(failure);
+    CHECK(failure.find("could not serialize access due to concurrent update") != std::string::npos);
+    CHECK(row(pg) == "6|200|0\n");
 }
 
 TEST_CASE("http_counter_pg: two instances (one in cohort mode), 16 concurrent clients, no lost update")
