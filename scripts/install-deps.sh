@@ -17,7 +17,9 @@
 #            lint the zklock(1) manual page; libspdlog-dev, for examples/spdlog_logger
 #            (session_config::logger wired to spdlog); doxygen, with which scripts/docs.sh builds
 #            the API reference and fails on a warning; libzookeeper-mt2, the system's
-#            multi-threaded C client, which a packaging test links beside zklock.
+#            multi-threaded C client, which a packaging test links beside zklock; postgresql
+#            (its server binaries and psql) and libpq-dev, for examples/http_counter_pg and the
+#            tests of fencing against a real PostgreSQL, which start servers of their own.
 #            scripts/test.sh passes it.
 # Prints one line per step on stderr, headed by the caller's name (demo:, test:).
 set -euo pipefail
@@ -68,7 +70,9 @@ if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ] && [ "$mode" != demo ]; then packages+=(cla
 # doxygen: scripts/test.sh builds the API reference (scripts/docs.sh) and fails on any warning.
 # libzookeeper-mt2: test/cmake/beside_client_test.sh links the system's multi-threaded C client
 # beside zklock too.
-if [ "$mode" = test ]; then packages+=(prometheus man-db libspdlog-dev doxygen libzookeeper-mt2); fi
+# postgresql, libpq-dev: examples/http_counter_pg links libpq; test/support/pg_server runs initdb and
+# postgres from /usr/lib/postgresql/15/bin, and the tests run psql.
+if [ "$mode" = test ]; then packages+=(prometheus man-db libspdlog-dev doxygen libzookeeper-mt2 postgresql libpq-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -108,5 +112,13 @@ if [[ " ${missing[*]} " == *" prometheus "* ]]; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   elif [ -x /etc/init.d/prometheus ]; then
     /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+fi
+# So does postgresql (the cluster 15/main on port 5432): the tests start servers of their own.
+if [[ " ${missing[*]} " == *" postgresql "* ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now postgresql >/dev/null 2>&1 || true
+  elif [ -x /etc/init.d/postgresql ]; then
+    /etc/init.d/postgresql stop >/dev/null 2>&1 || true
   fi
 fi

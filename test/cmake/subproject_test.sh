@@ -25,7 +25,7 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 
 targets=$(cmake --build "$build" --target help)
 for t in zklock_cli zklock_bench zklock_unit_tests zklock_integration_tests zklock_fault_tests with_zookeeper \
-         quick_start recipes fairness_demo hot_lock_demo http_counter; do
+         quick_start recipes fairness_demo hot_lock_demo http_counter http_counter_pg zklock_pg_tests; do
     ! grep -qE "(^|[ /])$t(:| )" <<<"$targets" || fail "it defines the target $t, which nobody asked for"
 done
 
