@@ -84,6 +84,7 @@ struct options {
     bool w_lock_only = false;            // W: no floors (profiling)
     bool request_mix = false;            // print each run's client requests per acquisition, by type
     bool tls = false;                    // our server with a TLS port; U, C64, W<N> again over TLS (bench/tls.cpp)
+    bool netty = false;                  // our server serves its plaintext port with Netty instead of NIO
     int ensemble = 0;                    // 3 or 5: our own N-server ensemble instead of one standalone server
     bool force_sync = false;             // our server(s) with forceSync=yes
     int windows = 4;                     // M, H: measured turns of the lock and of its raw floor each

@@ -5,7 +5,7 @@
 //   zklock_bench [--scenario U|C64|C64L|W1000|W10000|W<N>|RW64|S64|HOLD|M<N>[x<S>]|H<N>|floor|all|family[,...]]
 //                [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
-//                [--hold-us N] [--permits N] [--tls] [--ensemble 3|5] [--force-sync]
+//                [--hold-us N] [--permits N] [--tls] [--netty] [--ensemble 3|5] [--force-sync]
 //
 // Everything runs on ONE thread: one io_context, every session and every contender on it.
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
@@ -271,6 +271,19 @@ asio::awaitable<void> run_once(bench_ctx& c)
 
 asio::awaitable<void> run_all(bench_ctx& c)
 {
+    // ZooKeeper 3.8.0's CommitProcessor can miss the wakeup of a request that arrives while it goes
+    // to sleep (ZOOKEEPER-4537, fixed in 3.8.1): the request then waits for the member's next one,
+    // and when every session on that member is waiting for an answer none pings, until the C
+    // client's receive timeout drops them. On an ensemble each member gets one idle raw session
+    // with the shortest timeout (4 s): its pings, every 1.3 s, are that next request.
+    raw_session_list wakers;
+    if (c.opt.ensemble > 0) {
+        auto ex = co_await asio::this_coro::executor;
+        for (const auto& member : c.session_servers) {
+            wakers.push_back(raw_session::make(ex, member, std::chrono::milliseconds(4000)));
+            if (auto ec = co_await wakers.back()->connect(30s)) throw boost::system::system_error(ec, "waker connect");
+        }
+    }
     {
         session_list ss = co_await connect_sessions(c, 1);
         co_await ensure_path(*ss[0], c.root);
@@ -362,13 +375,15 @@ int main(int argc, char** argv)
                                {"address", c.servers},       {"ensemble", n},           {"members", members},
                                {"leader", leader},           {"session_order", order}};
         } else if (c.opt.servers.empty()) {
-            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=%s, -Xmx512m, default JIT)\n", force_sync);
+            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=%s, -Xmx512m, default JIT%s)\n", force_sync,
+                         c.opt.netty ? ", Netty" : "");
             server.emplace(zklock::test::server_options{
                 .tick_time = std::chrono::milliseconds(2000),
                 .jvm_heap = "512m",
                 .fast_start_jvm = false,
                 .extra_config = extra_config,
                 .tls = c.opt.tls ? zklock::test::shared_tls_certs().server_tls() : zklock::test::tls_server_options{},
+                .netty = c.opt.netty,
             });
             c.servers = server->connect_string();
             fl_host = "127.0.0.1";
@@ -377,6 +392,7 @@ int main(int argc, char** argv)
                                {"forceSync", force_sync},    {"maxClientCnxns", 0},     {"admin.enableServer", false},
                                {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
                                {"address", c.servers}};
+            if (c.opt.netty) c.server_config["serverCnxnFactory"] = "NettyServerCnxnFactory";
             if (c.opt.tls) {
                 // ZooKeeper's TLS needs Netty: both ports are served by it, the plaintext one too.
                 const auto& certs = zklock::test::shared_tls_certs();

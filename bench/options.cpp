@@ -35,6 +35,8 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("tls", po::bool_switch(&o.tls),
          "our server also gets a TLS port: U, C64 and W<N> run again over TLS after their plaintext run "
          "(\"U tls\", ...), plus TLS's memory per session")
+        ("netty", po::bool_switch(&o.netty),
+         "our server serves its plaintext port with Netty (NettyServerCnxnFactory, as with --tls) instead of NIO")
         ("ensemble", po::value(&o.ensemble)->default_value(0),
          "3 or 5: start a local ensemble of that many servers instead of one standalone server; session i of "
          "each scenario connects to one member, round-robin from a follower (the leader last)")
@@ -71,6 +73,8 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     if (o.ensemble != 0 && o.ensemble != 3 && o.ensemble != 5) return fail("--ensemble must be 3 or 5");
     if (o.ensemble != 0 && !o.servers.empty()) return fail("--ensemble starts its own servers (no --servers)");
     if (o.ensemble != 0 && o.tls) return fail("--ensemble does not go with --tls");
+    if (o.netty && (!o.servers.empty() || o.ensemble != 0))
+        return fail("--netty is for the benchmark's own standalone server (no --servers, no --ensemble)");
     if (o.force_sync && !o.servers.empty()) return fail("--force-sync needs the benchmark's own server(s) (no --servers)");
 
     std::vector<std::string> wanted;

@@ -477,6 +477,9 @@ void zk_server::spawn()
             args.insert(args.end(), {"-Dzookeeper.ssl.trustStore.location=" + tls.ca.string(),
                                      "-Dzookeeper.ssl.trustStore.type=PEM"});
         classpath += netty_classpath();
+    } else if (options_.netty) {
+        args.push_back("-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory");
+        classpath += netty_classpath();
     }
     args.insert(args.end(), options_.jvm_flags.begin(), options_.jvm_flags.end());  // last: they win
     if (const log_binding* binding = find_log_binding()) {

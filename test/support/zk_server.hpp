@@ -64,6 +64,9 @@ struct server_options {
     /// zk_server only: a TLS port besides the plaintext one (see tls_server_options; the
     /// certificates of support/tls_certs.hpp make it, e.g. `.tls = certs.server_tls()`).
     tls_server_options tls{};
+    /// zk_server only: serve the plaintext port with Netty (NettyServerCnxnFactory) instead of
+    /// NIO, as a server with a TLS port always does.
+    bool netty = false;
 };
 
 /// A standalone ZooKeeper server on 127.0.0.1 (or server_options::client_address) and a free port,
