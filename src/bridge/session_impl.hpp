@@ -256,7 +256,7 @@ private:
     asio::steady_timer connect_timer_;
     asio::steady_timer presume_timer_;
     std::optional<clock::time_point> presume_armed_;  // when presume_timer_ fires, if it waits
-    std::size_t presumptions_untold_ = 0;  // made by read_now(), their observers not told yet
+    std::size_t presumptions_untold_ = 0;  // presumptions made whose observers are not all told yet
     asio::steady_timer probe_timer_;
     bool probe_waiting_ = false;
     clock::time_point last_leader_send_{};
