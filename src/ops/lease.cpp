@@ -420,7 +420,9 @@ lease::lease(std::shared_ptr<detail::lease_state> s) noexcept : state_(std::move
 lease& lease::operator=(lease&& other) noexcept
 {
     if (this != &other) {
-        if (owns_lock()) state_->release({});
+        // As the destructor: a lease that reads lost may still have its node (a presumed expiry
+        // not told yet), which only the release deletes.
+        if (state_ && state_->status() != lease_status::released) state_->release({});
         state_ = std::move(other.state_);
     }
     return *this;

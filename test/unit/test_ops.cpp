@@ -1283,6 +1283,31 @@ TEST_CASE("lease: released after its deadline, as a lost lease: waiters hear the
     CHECK(port->pending().empty());  // one delete, not two
 }
 
+TEST_CASE("lease: assigned over after its deadline, before the presumption is told: the node still goes")
+{
+    // Found by the simulation: the holder's executor stalls past T/2 (the presumption is due but
+    // not told), then the holder's code replaces the lease (`l = lease()`, or with the next
+    // acquire's). The lease reads lost, but its node exists while the session lives.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto a = grant_confirmed(port, mutex_request("/l"), 5);
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:1"});
+    port->run();
+    port->advance(T);
+    const auto node = a.l.node();
+    CHECK(a.l.status() == lease_status::lost);
+    a.l = lease();
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == node);
+    port->answer("remove", node);
+    port->run();
+    CHECK(port->pending().empty());  // one delete, not two
+}
+
 TEST_CASE("lease: a shared lock's reader and a cohort's local holder read their status on the clock too")
 {
     fake_fixture fx;
