@@ -126,7 +126,8 @@ private:
             return run(fsm_.on_cancel(reason));
         }
         run(fsm_.on_cancel(reason));
-        if (fsm_.finished()) return;
+        if (fsm_.finished() || grace_armed_) return;  // a later reason does not move the grace on
+        grace_armed_ = true;
         // Our node (or a create whose outcome is unknown) is being taken away. A healthy server
         // answers within the grace and the acquire completes once the node is gone; one that does
         // not (frozen, cut off, an outage) does not stretch the deadline: the acquire completes
@@ -449,6 +450,7 @@ private:
     std::shared_ptr<const std::string> owner_info_;  // our node's data (shared: see default_owner_info)
     acquire_fsm fsm_;
     std::unique_ptr<port_timer> timer_;  // only with a timeout (a waiter without one holds none)
+    bool grace_armed_ = false;           // the first cancellation's grace runs on timer_
     stored_handler<error_code, lease> h_;
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)

@@ -1025,6 +1025,33 @@ TEST_CASE("acquire: its timeout on the port's clock takes the node away, a silen
     }
 }
 
+TEST_CASE("acquire: a cancellation during its timeout's grace does not move the completion later")
+{
+    // Found by the simulation: a timeout, then the user's cancellation while the server has not
+    // confirmed the delete; the second one started the grace again.
+    fake_fixture fx;
+    auto& port = fx.port;
+    acquired r;
+    asio::cancellation_signal cancel;
+    auto req = mutex_request("/l");
+    req.timeout = std::chrono::seconds(1);
+    start_acquire(port, std::move(req), r, cancel.slot());
+    port->run();
+    REQUIRE(port->pending().size() >= 1);
+    CHECK(port->pending().front().op == "create");  // never answered: the server is silent
+    port->advance(std::chrono::seconds(1));
+    port->run();
+    CHECK_FALSE(r.ec);
+    port->advance(std::chrono::milliseconds(100));
+    cancel.emit(asio::cancellation_type::terminal);
+    port->run();
+    CHECK_FALSE(r.ec);
+    port->advance(detail::cleanup_grace - std::chrono::milliseconds(100));
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::timeout);  // the first reason, at the deadline's grace
+}
+
 TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes, the release goes on")
 {
     fake_fixture fx;
