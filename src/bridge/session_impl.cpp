@@ -664,6 +664,17 @@ void session_impl::create(const std::string& path, std::string_view data, create
     submit(std::move(r), rc, request_type::create);
 }
 
+void session_impl::sync(const std::string& path, void_cb cb)
+{
+    auto r = make_req<void_req>(this, std::move(cb));
+    if (!zh_) return refuse(std::move(r), no_handle_error());
+    leader_request(*r);
+    begin_request();
+    const log_scope scope(log_.get());
+    const int rc = zoo_async(zh_, path.c_str(), &on_sync, r.get());
+    submit(std::move(r), rc, request_type::sync);
+}
+
 void session_impl::remove(const std::string& path, std::int32_t version, void_cb cb)
 {
     auto r = make_req<void_req>(this, std::move(cb));

@@ -85,6 +85,7 @@ public:
     void get_children(const std::string& path, std::shared_ptr<watch_state> w, children_cb cb) override;
     void list_children(const std::string& path, names_cb cb) override;
     void multi(const std::vector<multi_op>& ops, multi_cb cb) override;
+    void sync(const std::string& path, void_cb cb) override;
 
     const session_config& config() const noexcept { return cfg_; }
     std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }

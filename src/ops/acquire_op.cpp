@@ -118,6 +118,14 @@ public:
 private:
     using ak = acquire_fsm::action_kind;
 
+    void list(const std::string& dir)
+    {
+        list_queue(s_, dir, [self = shared_from_this()](error_code ec, std::shared_ptr<const listing> l) {
+            if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
+            self->run_listed(self->fsm_.on_listed(ec, *l));
+        });
+    }
+
     void cancel(error_code reason)
     {
         if (fsm_.finished() || detached_) return;
@@ -191,10 +199,18 @@ private:
             create_containers(s_, a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
             break;
         case ak::list:
-            list_queue(s_, a.path, [self](error_code ec, std::shared_ptr<const listing> l) {
-                if (!ec) self->s_->extension<queue_hints>().note(self->fsm_.dir(), l->children());
-                self->run_listed(self->fsm_.on_listed(ec, *l));
-            });
+            if (fsm_.own_unknown()) {
+                // Looking for the node a lost create may have made: after a reconnect our server
+                // may be a follower that has not applied that create yet, and a listing it serves
+                // would say there is none (we would create a second node behind our first). A sync
+                // first: the listing sent after it sees every create the leader applied.
+                s_->sync(a.path, [self, dir = a.path](error_code ec) {
+                    if (ec) return self->run_listed(self->fsm_.on_listed(ec, listing()));
+                    self->list(dir);
+                });
+                break;
+            }
+            list(a.path);
             break;
         case ak::stat_node:
             s_->exists(a.path, nullptr, [self](error_code ec, std::optional<zklock::stat> st) {

@@ -147,6 +147,10 @@ public:
     /// get_children without a watch, the names in one buffer (child_names).
     virtual void list_children(const std::string& path, names_cb cb) = 0;
     virtual void multi(const std::vector<multi_op>& ops, multi_cb cb) = 0;
+    /// ZooKeeper's sync: completes once the session's server has applied every write the leader
+    /// had committed when the sync reached it, so that a read sent after it sees them (the server
+    /// may be a follower behind the leader, and after a reconnect it may be another one).
+    virtual void sync(const std::string& path, void_cb cb) = 0;
 
     std::shared_ptr<watch_state> make_watch() { return std::make_shared<watch_state>(executor()); }
     /// A timer on the port's clock: Asio's steady clock on the executor, unless the port has

@@ -38,7 +38,7 @@ struct fake_reply {
 
 /// One request the operation made.
 struct fake_request {
-    std::string op;  ///< "create", "remove", "exists", "get_data", "set_data", "get_children", "list_children", "multi"
+    std::string op;  ///< "create", "remove", "exists", "get_data", "set_data", "get_children", "list_children", "multi", "sync"
     std::string path;
     std::string data;
     std::int32_t version = -1;
@@ -152,6 +152,11 @@ public:
                 }
             cb(a.ec, std::move(names));
         };
+    }
+    void sync(const std::string& path, detail::void_cb cb) override
+    {
+        auto& r = add("sync", path);
+        r.answer = [cb = std::move(cb)](const fake_reply& a) mutable { cb(a.ec); };
     }
     void multi(const std::vector<multi_op>& ops, detail::multi_cb cb) override
     {

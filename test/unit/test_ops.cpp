@@ -711,6 +711,46 @@ TEST_CASE("acquire: started while the connection is lost, it sends nothing until
     CHECK(r.l.node() == node);
 }
 
+TEST_CASE("acquire: after a lost create reply it syncs before it looks for its node")
+{
+    // Found by the simulation: reconnected to a follower that had not applied our create yet, the
+    // listing showed no node of ours, and the acquire created a second one behind the first.
+    fake_fixture fx;
+    auto& port = fx.port;
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    const std::string prefix = port->pending().front().path;
+    port->answer("create", prefix, {.ec = zk_errc::connection_loss});
+    port->answer("list_children", "/l", {.ec = zk_errc::connection_loss});
+    port->set_state(session_state::suspended);
+    port->run();
+    CHECK(port->pending().empty());  // nothing until the connection is back
+    port->set_state(session_state::connected);
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "sync");
+    port->answer("sync", "/l");
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "list_children");
+    const std::string ours = prefix + "0000000003";
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ours))}});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "exists");  // ours, if our session owns it
+    port->answer("exists", ours, {.exists = zklock::stat{.czxid = 3, .ephemeral_owner = port->session_id_}});
+    port->run();
+    // It is ours: listed again, and granted; one node, no second create.
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ours))}});
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.l.node() == ours);
+    CHECK(std::count_if(port->log_of_requests().begin(), port->log_of_requests().end(),
+                        [](const std::string& m) { return m.starts_with("create "); }) == 1);
+}
+
 TEST_CASE("acquire: cancelled while the connection is lost, it completes at once, nothing sent")
 {
     fake_fixture fx;

@@ -226,6 +226,8 @@ public:
     action on_session_lost(error_code ec);
 
     bool finished() const noexcept { return state_ == state::done; }
+    /// A create's reply was lost: the listing asked for looks for our node under our attempt id.
+    bool own_unknown() const noexcept { return own_unknown_; }
     /// Between action::arm and the reply of its listing or mark read.
     bool arming() const noexcept { return state_ == state::arming_list || state_ == state::arming_mark; }
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
