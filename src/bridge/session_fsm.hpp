@@ -85,6 +85,8 @@ public:
         return state_ == session_state::connected && doubtful_ ? session_state::suspended : state_;
     }
     bool engaged() const noexcept { return engaged_; }
+    /// Presumed expired on the evidence we have (until newer evidence, or a new session).
+    bool presumed() const noexcept { return presumed_; }
     /// Something depends on the session now (an acquire waits, a lease is held), or nothing does.
     /// Becoming engaged starts the evidence clock at `now` at the latest: every grant of this
     /// engagement follows a write of its own sent after `now` and applied by the leader.

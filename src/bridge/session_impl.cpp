@@ -327,7 +327,7 @@ session_reading session_impl::read_now()
             if (e.presumed_expired) --self->presumptions_untold_;
         });
     }
-    return {fsm_.observed_state(), fsm_.generation(), presumptions_untold_ > 0, fsm_.valid_until()};
+    return {fsm_.observed_state(), fsm_.generation(), presumptions_untold_ > 0 || fsm_.presumed(), fsm_.valid_until()};
 }
 
 void session_impl::on_leader_answer(clock::time_point sent)

@@ -443,15 +443,29 @@ private:
             return;
         }
         const auto now = std::chrono::steady_clock::now();
-        report_finished(ec);
-        lease result;
+        std::shared_ptr<lease_state> ls;
         if (!ec) {
-            auto ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
-                                                    fsm_.mark_on_release() ? fsm_.dir() : std::string(), now);
+            ls = std::make_shared<lease_state>(s_, fsm_.own_node(), fsm_.fencing_token(), generation_,
+                                               fsm_.mark_on_release() ? fsm_.dir() : std::string(), now);
             if (internal_) ls->set_unmetered();
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
-            if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
+            if (s_->read_now().presumed) {
+                // Granted on what the server said before the session was presumed expired (a late
+                // event, an executor that stalled): the leader may have expired the session, and
+                // another waiter may hold the lock. As for a holder presumed expired: the node is
+                // deleted, plainly, and the acquire reports the expiry.
+                ls->set_unmetered();
+                ls->on_presumed_expired();
+                ls.reset();
+                ec = errc::session_expired;
+            } else if (s_->state() != session_state::connected) {
+                ls->on_session_state(s_->state(), s_->generation());
+            }
+        }
+        report_finished(ec);
+        lease result;
+        if (ls) {
             if (!internal_) s_->log().event(log_level::info, "lock granted", fsm_.dir(), fsm_.own_node());
             result = lease(std::move(ls));
         }

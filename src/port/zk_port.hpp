@@ -74,8 +74,8 @@ struct session_reading {
     /// leader vouches for within a third of the session timeout while engaged).
     session_state state = session_state::disconnected;
     std::uint64_t generation = 0;
-    /// The session is presumed expired and its observers are not all told yet: every lease of it
-    /// reads lost.
+    /// The session is presumed expired (its observers told or not yet): every lease of it reads
+    /// lost, and no acquire grants a new one, until newer evidence or a new session.
     bool presumed = false;
     /// Until when the evidence shows that the server cannot have expired the session (the
     /// presumption's deadline), or time_point::min() when there is no such evidence.

@@ -87,7 +87,7 @@ public:
         if (!confirmed_) return r;
         if (!presumed_ && now_ >= *confirmed_ + session_timeout_ / 2) presume();
         if (r.state == session_state::connected && now_ >= *confirmed_ + session_timeout_ / 3) r.state = session_state::suspended;
-        r.presumed = untold_ > 0;
+        r.presumed = untold_ > 0 || presumed_;
         r.valid_until = presumed_ ? clock::time_point::min() : *confirmed_ + session_timeout_ / 2;
         return r;
     }

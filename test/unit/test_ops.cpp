@@ -751,6 +751,52 @@ TEST_CASE("acquire: after a lost create reply it syncs before it looks for its n
                         [](const std::string& m) { return m.starts_with("create "); }) == 1);
 }
 
+TEST_CASE("acquire: a waiter whose session is presumed expired is not granted on a late event")
+{
+    // Found by the simulation: a waiter's executor stalled past T/2 while the holder released;
+    // at resume the presumption was told, then the deletion event queued before it granted a
+    // lease that read suspended, while the leader had expired the session and granted another.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    port->confirm_leader();
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    const std::string prefix = port->pending().front().path;
+    const std::string ours = prefix + "0000000002";
+    const std::string ahead = "/l/x-00000000000000ff-lock-0000000001";
+    port->answer("create", prefix, {.path = ours, .stat = {.czxid = 2}});
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ahead)), std::string(detail::base_name(ours))}});
+    port->run();
+    std::shared_ptr<detail::watch_state> w;
+    while (!port->pending().empty()) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        auto set = port->answer(op, path, {.data = "h:1"});
+        if (path == ahead) w = set;
+    }
+    port->run();
+    REQUIRE(w);
+    port->advance(T / 2);  // the presumption: told from a posted handler
+    port->run();
+    CHECK_FALSE(r.ec);
+    w->fire({}, {watch_event_type::deleted, ahead});
+    port->run();
+    for (int i = 0; i < 4 && !r.ec && !port->pending().empty(); ++i) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        if (op == "list_children") port->answer(op, path, {.children = {std::string(detail::base_name(ours))}});
+        else port->answer(op, path, {.data = "h:1"});
+        port->run();
+    }
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::session_expired);
+    CHECK_FALSE(r.l.owns_lock());
+    // Its node is deleted, plainly.
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == ours);
+}
+
 TEST_CASE("acquire: cancelled while the connection is lost, it completes at once, nothing sent")
 {
     fake_fixture fx;
