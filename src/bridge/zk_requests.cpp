@@ -145,15 +145,6 @@ void log_sink::client_line(std::string_view raw) const
     if (wants(level)) deliver(level, text, "zookeeper", {}, {});
 }
 
-void log_sink::deliver(log_level l, std::string_view message, std::string_view source, std::string_view path,
-                       std::string_view node) const noexcept
-{
-    try {
-        f_(l, message, log_fields{source, id_.load(std::memory_order_relaxed), path, node});
-    } catch (...) {
-    }
-}
-
 log_scope::log_scope(const log_sink* sink) noexcept : previous_(std::exchange(tl_log, sink)) {}
 log_scope::~log_scope() { tl_log = previous_; }
 
