@@ -1,5 +1,7 @@
 #include "bridge/session_fsm.hpp"
 
+#include "core/mutant.hpp"
+
 #include <algorithm>
 
 namespace zklock::detail {
@@ -135,7 +137,7 @@ session_effects session_fsm::on_presume_timer(clock::time_point now)
         doubtful_ = true;
         e.observers_changed = state_ == session_state::connected;
     }
-    if (auto d = presume_deadline(); d && now >= *d) {
+    if (auto d = presume_deadline(); ZKLOCK_MUTANT(2, d && now >= *d, false)) {
         presumed_ = true;
         e.presumed_expired = true;
     }

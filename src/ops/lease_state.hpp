@@ -1,6 +1,7 @@
 // What a lease knows: its node, its token, and whether the session still backs it.
 #pragma once
 
+#include "core/mutant.hpp"
 #include "ops/lease_fsm.hpp"
 #include "port/zk_port.hpp"
 
@@ -61,7 +62,7 @@ public:
     /// at this instant (lease_fsm::read), whatever handlers have not run yet.
     lease_fsm::reading read() const noexcept
     {
-        if (!fsm_.holds()) return {fsm_.status(), fsm_.lost_reason()};
+        if (ZKLOCK_MUTANT(3, !fsm_.holds(), true)) return {fsm_.status(), fsm_.lost_reason()};
         const auto r = s_->read_now();
         return fsm_.read(r.state, r.generation, r.presumed);
     }

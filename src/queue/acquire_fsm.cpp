@@ -1,5 +1,7 @@
 #include <zklock/detail/acquire_fsm.hpp>
 
+#include "core/mutant.hpp"
+
 #include <boost/asio/error.hpp>
 #include <boost/container/small_vector.hpp>
 
@@ -18,8 +20,8 @@ grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
     constexpr kind_set all = locks | kind_bit(node_kind::permit);
     switch (kind) {
     case node_kind::exclusive: return {all, 1, locks, true, true, true};
-    case node_kind::shared: return {kind_bit(node_kind::exclusive), 1, locks, true, true, false};
-    case node_kind::permit: return {kind_bit(node_kind::permit), permits, kind_bit(node_kind::permit), false, false, false};
+    case node_kind::shared: return {ZKLOCK_MUTANT(6, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false};
+    case node_kind::permit: return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(5, permits, permits + 1), kind_bit(node_kind::permit), false, false, false};
     }
     return {};
 }
@@ -563,7 +565,7 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
         // again): the listing says.
         return list();
     }
-    if (deleted && watched_clear_) {
+    if (ZKLOCK_MUTANT(1, deleted && watched_clear_, deleted)) {
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
         return grant(grant_basis::head_deleted);
@@ -713,7 +715,7 @@ acquire_fsm::action acquire_fsm::on_cancel(error_code reason)
         // Nothing of ours exists yet either: no need to wait for the connection.
         if (resume_ == state::reading_count || resume_ == state::creating_parents) return finish(abort_);
         return {};
-    case state::waiting: return remove();
+    case state::waiting: return ZKLOCK_MUTANT(4, remove(), finish(abort_));
     default: return {};  // a request is in flight (or we wait for the connection): act on its outcome
     }
 }

@@ -1,0 +1,145 @@
+// The port (src/port/zk_port.hpp) of one simulated client session: what the C client and the
+// bridge's session_impl do for a real session, done over the model (zk_model) and the simulation's
+// virtual clock. The session's states, its doubt and its presumed expiry are the library's own
+// session_fsm, driven as session_impl drives it; requests go to the model in order, replies and
+// watch events come back when the scheduler delivers them; requests made while the connection is
+// down wait for the next connection, and every request in flight fails with connection_loss when
+// it drops, as the C client does.
+#pragma once
+
+#include "virtual_clock.hpp"
+#include "zk_model.hpp"
+
+#include "bridge/session_fsm.hpp"
+#include "port/zk_port.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zklock::sim {
+
+/// What a simulated client's session knows of the rest of the simulation.
+struct port_env {
+    zk_model* model = nullptr;
+    virtual_clock* clock = nullptr;
+    /// Shuffles a listing (the real server lists children in a hash set's order).
+    std::function<void(std::vector<std::string>&)> shuffle;
+    /// A line of the run's trace.
+    std::function<void(std::string)> trace;
+};
+
+class sim_port final : public detail::zk_port, public std::enable_shared_from_this<sim_port> {
+public:
+    sim_port(port_env env, int client, boost::asio::io_context& io, sim_clock::duration session_timeout);
+    ~sim_port() override;
+
+    // ---- the port ----
+    const boost::asio::any_io_executor& executor() const noexcept override { return ex_; }
+    session_state state() const noexcept override { return fsm_.observed_state(); }
+    std::uint64_t generation() const noexcept override { return fsm_.generation(); }
+    std::uint64_t connections() const noexcept override { return connections_; }
+    std::int64_t session_id() const noexcept override { return fsm_.session_id(); }
+    clock::duration answer_deadline() const noexcept override { return fsm_.answer_deadline(); }
+    std::size_t max_request_bytes() const noexcept override { return 1024 * 1024; }
+    const detail::log_sink& log() const noexcept override { return log_; }
+    detail::session_reading read_now() override;
+    void wait_connected(std::uint64_t generation, detail::void_cb cb) override;
+    void subscribe(std::weak_ptr<detail::session_observer> o) override;
+    void create(const std::string& path, std::string_view data, create_mode mode, detail::create_cb cb) override;
+    void remove(const std::string& path, std::int32_t version, detail::void_cb cb) override;
+    void exists(const std::string& path, std::shared_ptr<detail::watch_state> w, detail::stat_cb cb) override;
+    void get_data(const std::string& path, std::shared_ptr<detail::watch_state> w, detail::data_cb cb) override;
+    void set_data(const std::string& path, std::string_view data, std::int32_t version, detail::set_cb cb) override;
+    void get_children(const std::string& path, std::shared_ptr<detail::watch_state> w, detail::children_cb cb) override;
+    void list_children(const std::string& path, detail::names_cb cb) override;
+    void multi(const std::vector<multi_op>& ops, detail::multi_cb cb) override;
+    void sync(const std::string& path, detail::void_cb cb) override;
+    std::unique_ptr<detail::port_timer> make_timer() override;
+
+    // ---- the simulation's side (never from inside a handler of this port) ----
+
+    /// The first connection attempt (the session starts connecting).
+    void start();
+    /// Whether the session wants a connection (connecting, or suspended).
+    bool wants_connection() const noexcept;
+    /// One connection attempt to `server`: a fresh session while connecting, the same one while
+    /// suspended (which the server may answer with expired, after which a fresh one is started).
+    /// Returns whether the session is connected after it.
+    bool try_connect(int server);
+    /// The model session this client speaks for (0: none).
+    zklock::sim::session_id model_session() const noexcept { return sid_; }
+    /// The connection is up (as the client sees it).
+    bool link_up() const noexcept { return link_up_; }
+    /// Delivers the oldest message of the model's outbox for this session.
+    void deliver(message m);
+    /// The connection dropped (the client sees it now).
+    void connection_lost();
+    /// The user closes the session: a close request, then closed.
+    void close();
+    /// The client's process ends or the run ends: observers bury what they hold, and every
+    /// callback held (requests, waits, the watches) is let go without being called.
+    void shut_down();
+
+    /// How many requests wait for a reply, and how many wait for a connection.
+    std::size_t in_flight() const noexcept { return in_flight_.size(); }
+
+private:
+    struct outstanding {
+        std::uint64_t tag = 0;
+        request::kind kind = request::kind::exists;
+        std::string path;
+        std::shared_ptr<detail::watch_state> watch;
+        sim_clock::time_point leader_sent{};  ///< a write or sync: when it was sent
+        std::function<void(const reply&)> done;
+    };
+    class timer;
+
+    void send(request r, std::shared_ptr<detail::watch_state> w, std::function<void(const reply&)> done);
+    void submit(outstanding o, request r);
+    void complete(outstanding& o, const reply& r);
+    void fail_all(error_code ec);
+    void apply(const detail::session_effects& e);
+    void notify_observers();
+    void on_engagement(bool engaged);
+    void arm_probe();
+    void send_probe();
+    void arm_ping();
+    void add_watch(int kind, const std::string& path, const std::shared_ptr<detail::watch_state>& w);
+    void fire_watches(event_type type, const std::string& path);
+    void fail_watches(error_code ec);
+    error_code no_handle_error() const;
+    sim_clock::time_point now() const { return env_.clock->now(); }
+
+    port_env env_;
+    int client_;
+    boost::asio::io_context& io_;
+    boost::asio::any_io_executor ex_;
+    sim_clock::duration timeout_;
+    detail::session_fsm fsm_;
+    detail::log_sink log_{{}, log_level::error};
+    zklock::sim::session_id sid_ = 0;
+    bool link_up_ = false;
+    std::int64_t last_zxid_ = 0;
+    std::uint64_t next_tag_ = 1;
+    std::uint64_t connections_ = 0;
+    std::deque<outstanding> in_flight_;
+    std::deque<std::pair<outstanding, request>> unsent_;
+    std::vector<std::pair<std::uint64_t, detail::void_cb>> connected_waiters_;
+    std::vector<std::weak_ptr<detail::session_observer>> observers_;
+    int presumptions_untold_ = 0;
+    std::unique_ptr<detail::port_timer> presume_timer_, probe_timer_, ping_timer_;
+    std::optional<sim_clock::time_point> presume_armed_;
+    sim_clock::time_point last_leader_send_{};
+    bool probe_waiting_ = false;
+    // The client's watches, as the C client keeps them: data, exist, child.
+    std::map<std::string, std::vector<std::weak_ptr<detail::watch_state>>> watches_[3];
+};
+
+}  // namespace zklock::sim
