@@ -769,7 +769,7 @@ run_result world::run()
         std::set<std::string> unused;  // containers that hold nothing but never-used containers
         for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
             const auto st = model_.stat_of(*it);
-            if (!st || st->ephemeral_owner >= 0) continue;  // not a container
+            if (!st || !model_.is_container(*it)) continue;
             const auto prefix = *it + "/";
             const bool only_unused = std::all_of(nodes.begin(), nodes.end(), [&](const std::string& q) {
                 return !q.starts_with(prefix) || q.find('/', prefix.size()) != std::string::npos || unused.contains(q);

@@ -17,12 +17,17 @@ struct change {
     std::string data;
     zklock::stat st;            ///< create: the node's stat; set: the new version, mzxid, mtime
     std::int32_t parent_cversion = 0;  ///< create: the parent's cversion after it
+    bool container = false;     ///< create: a container node
 };
 
 // A node of a replica.
 struct node {
     std::string data;
+    // As the server keeps it: cversion counts the children created (the next sequence number);
+    // a client reads client_stat(). A container's ephemeralOwner is 0 here too (what a client
+    // reads; the server keeps a mark).
     zklock::stat st;
+    bool container = false;
     std::set<std::string> children;  // names
 };
 
@@ -33,6 +38,16 @@ std::string parent_of(const std::string& path)
 }
 
 std::string name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// The stat a client reads (DataNode.copyStat): the server counts creations in cversion, and
+// reports the changes of the children, a deletion for every child created and gone.
+zklock::stat client_stat(const node& n)
+{
+    zklock::stat st = n.st;
+    st.num_children = static_cast<std::int32_t>(n.children.size());
+    st.cversion = n.st.cversion * 2 - st.num_children;
+    return st;
+}
 
 // ZooKeeper's PathUtils.validatePath, for the paths zklock sends: absolute, no empty, "." or ".."
 // component, no trailing slash (a sequential create may end with one).
@@ -57,9 +72,6 @@ bool valid_path(const std::string& p, bool sequential)
 
 bool is_sequential(create_mode m) { return m == create_mode::persistent_sequential || m == create_mode::ephemeral_sequential; }
 bool is_ephemeral(create_mode m) { return m == create_mode::ephemeral || m == create_mode::ephemeral_sequential; }
-
-// A container's ephemeralOwner is this mark (ZooKeeper's EphemeralType.CONTAINER_EPHEMERAL_OWNER).
-constexpr std::int64_t container_owner = std::int64_t(0x8000000000000000ULL);
 
 }  // namespace
 
@@ -151,6 +163,7 @@ struct zk_model::impl {
             node n;
             n.data = c.data;
             n.st = c.st;
+            n.container = c.container;
             rep.nodes[c.path] = std::move(n);
             trigger(rep, rep.data_w, c.path, event_type::created);
             trigger(rep, rep.child_w, parent_of(c.path), event_type::child);
@@ -261,8 +274,7 @@ struct zk_model::impl {
                 path += buf;
             }
             if (v.get(path)) return zk_errc::node_exists;
-            if (parent->st.ephemeral_owner != 0 && parent->st.ephemeral_owner != container_owner)
-                return zk_errc::no_children_for_ephemerals;
+            if (parent->st.ephemeral_owner != 0) return zk_errc::no_children_for_ephemerals;
             change c;
             c.t = change::type::create;
             c.path = path;
@@ -270,11 +282,15 @@ struct zk_model::impl {
             c.st.czxid = c.st.mzxid = c.st.pzxid = zxid;
             c.st.ctime = c.st.mtime = now_ms;
             c.st.data_length = static_cast<std::int32_t>(op.data.size());
-            c.st.ephemeral_owner = is_ephemeral(op.mode) ? s : op.mode == create_mode::container ? container_owner : 0;
+            // A container's owner is a mark inside the server (EphemeralType.CONTAINER_EPHEMERAL_OWNER),
+            // which a client reads as 0 (DataTree.copyStat).
+            c.st.ephemeral_owner = is_ephemeral(op.mode) ? s : 0;
+            c.container = op.mode == create_mode::container;
             c.parent_cversion = parent->st.cversion + 1;
             node n;
             n.data = op.data;
             n.st = c.st;
+            n.container = c.container;
             v.over[path] = std::move(n);
             node* pe = v.edit(parent_path);
             pe->children.insert(name_of(path));
@@ -317,7 +333,7 @@ struct zk_model::impl {
             n->st.mtime = now_ms;
             n->st.data_length = static_cast<std::int32_t>(op.data.size());
             c.st = n->st;
-            res.stat = n->st;
+            res.stat = client_stat(*n);
             out.push_back(std::move(c));
             return {};
         }
@@ -435,7 +451,7 @@ struct zk_model::impl {
             // A watch set by exists is registered whether or not the node exists.
             if (r.watch) rep.data_w[r.path].insert(s);
             if (it == rep.nodes.end()) out.ec = zk_errc::no_node;
-            else out.stat = it->second.st;
+            else out.stat = client_stat(it->second);
             break;
         case kind::get_data:
             if (it == rep.nodes.end()) {
@@ -444,7 +460,7 @@ struct zk_model::impl {
             }
             if (r.watch) rep.data_w[r.path].insert(s);
             out.data = it->second.data;
-            out.stat = it->second.st;
+            out.stat = client_stat(it->second);
             break;
         case kind::get_children:
             if (it == rep.nodes.end()) {
@@ -688,7 +704,7 @@ void zk_model::reap_containers()
     m.catch_up_leader();
     std::vector<std::string> empty;
     for (const auto& [p, n] : m.leader().nodes)
-        if (n.st.ephemeral_owner == container_owner && n.children.empty() && n.st.cversion > 0) empty.push_back(p);
+        if (n.container && n.children.empty() && n.st.cversion > 0) empty.push_back(p);
     for (const auto& p : empty) {
         impl::entry e;
         e.zxid = m.next_zxid++;
@@ -713,7 +729,14 @@ std::optional<zklock::stat> zk_model::stat_of(const std::string& path) const
     auto& nodes = impl_->reps[0].nodes;
     auto it = nodes.find(path);
     if (it == nodes.end()) return std::nullopt;
-    return it->second.st;
+    return client_stat(it->second);
+}
+
+bool zk_model::is_container(const std::string& path) const
+{
+    auto& nodes = impl_->reps[0].nodes;
+    auto it = nodes.find(path);
+    return it != nodes.end() && it->second.container;
 }
 
 std::string zk_model::data_of(const std::string& path) const

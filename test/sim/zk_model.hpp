@@ -167,6 +167,8 @@ public:
     /// The leader's tree: every node's path, sorted.
     std::vector<std::string> nodes() const;
     std::optional<zklock::stat> stat_of(const std::string& path) const;
+    /// Whether the node is a container (its stat says 0 for its ephemeralOwner, as ZooKeeper's).
+    bool is_container(const std::string& path) const;
     /// A node's data at the leader ("" if there is no such node).
     std::string data_of(const std::string& path) const;
     std::int64_t last_zxid() const noexcept;
