@@ -519,7 +519,9 @@ public:
     ///
     /// Cancellation: ignored (a write).
     ///
-    /// Errors: when the server answered and refused, the error is the first failing operation's,
+    /// Errors: errc::invalid_argument for a create_mode::container create among the ops (the C
+    /// client cannot read its result: nothing is sent). When the server answered and refused, the
+    /// error is the first failing operation's,
     /// every result carries the code the server gave it, and none was applied (whatever the others'
     /// codes say). When it did not answer (connection loss, errc::request_too_large, not
     /// connected...), every result carries that same error: none reads "ok".

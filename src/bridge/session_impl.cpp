@@ -758,6 +758,10 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
         data_bytes += op.data.size();
     }
     if (auto ec = check_request_size(path_bytes, data_bytes, n + 1)) return refuse(std::move(r), ec);
+    // The 3.8 C client reads a container's create result in a multi as a plain create's and
+    // aborts the process on what follows (deserialize_multi): refused here, nothing sent.
+    for (const auto& op : ops)
+        if (op.type == multi_op::kind::create && op.mode == create_mode::container) return refuse(std::move(r), errc::invalid_argument);
     r->ops.resize(n);
     r->results.resize(n);
     mark_unanswered(*r);

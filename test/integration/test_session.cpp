@@ -57,6 +57,28 @@ TEST_CASE("session requests: create, exists, data, children, multi, remove")
     });
 }
 
+TEST_CASE("session requests: a container created in a multi is refused, nothing sent, no crash")
+{
+    // Found by the simulation's differential test: the C client aborted the process on the result.
+    run([]() -> awaitable<void> {
+        session s{co_await asio::this_coro::executor, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        const auto dir = unique_path("multi-container");
+        auto [ec0, p0, st0] = co_await s.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        CHECK((!ec0 || ec0 == zk_errc::node_exists));
+        std::vector<multi_op> ops{multi_op::create(dir, "", create_mode::persistent),
+                                  multi_op::create(dir + "/c", "", create_mode::container)};
+        auto [ec, results] = co_await s.async_multi(ops, tuple);
+        CHECK(ec == errc::invalid_argument);
+        REQUIRE(results.size() == 2);
+        for (const auto& r : results) CHECK(r.ec == errc::invalid_argument);
+        CHECK_FALSE(co_await s.async_exists(dir));
+        // A container made on its own is fine.
+        co_await s.async_create(dir, "", create_mode::container, asio::deferred);
+        CHECK(co_await s.async_exists(dir));
+    });
+}
+
 namespace {
 
 // A fresh persistent directory under /zklock-test, for one test's nodes.
