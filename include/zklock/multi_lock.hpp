@@ -85,7 +85,10 @@ public:
     ///
     /// Errors: those of the single acquires (the first one that failed; what was taken is
     /// released first); errc::timeout when the deadline passes between two acquires;
-    /// errc::invalid_argument for an empty set or the same path listed twice (nothing sent).
+    /// errc::invalid_argument for an empty set or the same path listed twice (nothing sent); the
+    /// loss of a lock taken earlier (its lease's lost_reason(): errc::session_expired,
+    /// errc::lock_lost) when it was lost while a later one was awaited: the set completes only
+    /// with every lock held.
     ///
     /// Lifetimes: the multi_lock object may be destroyed while the operation runs.
     ///

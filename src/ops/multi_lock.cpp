@@ -75,7 +75,17 @@ private:
                             false, false, left, options_, nullptr};
         initiate_acquire(s_, std::move(req),
                          asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {
-                             if (!ec) self->taken_[idx] = std::move(l);
+                             if (!ec) {
+                                 self->taken_[idx] = std::move(l);
+                                 // A lock taken before may have been lost while this one was
+                                 // awaited (its session presumed expired, its node deleted): the
+                                 // set is not held, and fails with that loss.
+                                 for (const auto& t : self->taken_)
+                                     if (t.status() == lease_status::lost) {
+                                         ec = t.lost_reason();
+                                         break;
+                                     }
+                             }
                              self->perform(self->fsm_.acquired(ec, steady::now()));
                          }));
     }

@@ -633,6 +633,57 @@ TEST_CASE("multi_lock: two specs on one path are refused, nothing sent")
     CHECK(port->log_of_requests().empty());
 }
 
+TEST_CASE("multi_lock: a lock lost while the next one is awaited fails the set, and lets the rest go")
+{
+    // Found by the simulation: the first lease was lost (its session presumed expired, its node
+    // deleted) while the second was awaited; newer evidence ended the presumption, the second
+    // was granted, and the set completed with all held but one.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    port->confirm_leader();
+    multi_result_of r;
+    start_multi(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, r);
+    const std::string a = grant_alone(*port, "/a", 1);
+    const std::string prefix = port->pending().front().path;
+    const std::string ours = prefix + "0000000009";
+    const std::string theirs = "/b/x-00000000000000ff-lock-0000000008";
+    port->answer("create", prefix, {.path = ours, .stat = {.czxid = 9}});
+    port->answer("list_children", "/b", {.children = {std::string(detail::base_name(theirs)), std::string(detail::base_name(ours))}});
+    port->run();
+    std::shared_ptr<detail::watch_state> b_watch;
+    while (!port->pending().empty()) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        auto w = port->answer(op, path, {.data = "h:2"});
+        if (path == theirs) b_watch = w;
+        port->run();
+    }
+    REQUIRE(b_watch);
+    port->advance(T / 2);  // presumed expired: the first lease is lost, its node deleted plainly
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == a);
+    port->answer("remove", a);
+    port->run();
+    port->confirm_leader();  // the leader answers again: the session lives on
+    b_watch->fire({}, {watch_event_type::deleted, theirs});  // the second lock comes free
+    port->run();
+    for (int i = 0; i < 6 && !r.ec && !port->pending().empty(); ++i) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        if (op == "list_children") port->answer(op, path, {.children = {std::string(detail::base_name(ours))}});
+        else if (op == "remove" && path == ours) port->answer(op, path);
+        else port->answer(op, path, {.data = "h:2"});
+        port->run();
+    }
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::session_expired);
+    CHECK(r.leases.empty());
+    bool released = false;
+    for (const auto& m : port->log_of_requests()) released = released || m == "remove " + ours;
+    CHECK(released);
+}
+
 TEST_CASE("multi_lock: cancelled while the second waits: its node and the first lock are let go")
 {
     fake_fixture fx;
