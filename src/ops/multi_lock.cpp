@@ -37,14 +37,14 @@ public:
     multi_acquire_op(session_ptr s, std::vector<lock_spec> specs, lock_options options,
                      std::optional<steady::duration> timeout, handler<error_code, results> h)
         : s_(std::move(s)), specs_(std::move(specs)), options_(std::make_shared<const lock_options>(std::move(options))),
-          h_(std::move(h), s_->executor()), taken_(specs_.size()), fsm_(specs_, timeout, steady::now())
+          h_(std::move(h), s_->executor()), taken_(specs_.size()), fsm_(specs_, timeout, s_->now())
     {
     }
 
     void start()
     {
         in_initiation_ = true;
-        auto first = fsm_.start(steady::now());
+        auto first = fsm_.start(s_->now());
         if (!fsm_.done()) {
             // Every cancellation type, the same way: the acquire in flight undoes itself (it gets
             // the signal), and we release what was taken.
@@ -86,7 +86,7 @@ private:
                                          break;
                                      }
                              }
-                             self->perform(self->fsm_.acquired(ec, steady::now()));
+                             self->perform(self->fsm_.acquired(ec, self->s_->now()));
                          }));
     }
 

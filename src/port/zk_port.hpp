@@ -156,6 +156,8 @@ public:
     /// A timer on the port's clock: Asio's steady clock on the executor, unless the port has
     /// another (the fake's manual one).
     virtual std::unique_ptr<port_timer> make_timer();
+    /// The port's clock (the one its timers run on): what an operation's deadline arithmetic reads.
+    virtual clock::time_point now() const { return clock::now(); }
 
     /// What this session counts (zklock/metrics.hpp): the operations report to it.
     metrics_state& metrics() noexcept { return metrics_; }

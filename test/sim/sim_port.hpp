@@ -62,6 +62,7 @@ public:
     void multi(const std::vector<multi_op>& ops, detail::multi_cb cb) override;
     void sync(const std::string& path, detail::void_cb cb) override;
     std::unique_ptr<detail::port_timer> make_timer() override;
+    clock::time_point now() const noexcept override { return env_.clock->now(); }
 
     // ---- the simulation's side (never from inside a handler of this port) ----
 
@@ -115,7 +116,6 @@ private:
     void fire_watches(event_type type, const std::string& path);
     void fail_watches(error_code ec);
     error_code no_handle_error() const;
-    sim_clock::time_point now() const { return env_.clock->now(); }
 
     port_env env_;
     int client_;

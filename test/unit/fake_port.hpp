@@ -235,7 +235,7 @@ public:
     /// Moves the manual clock on by `d`: every timer due by then expires (posted), earliest first.
     void advance(clock::duration d);
     /// The manual clock's time (it starts at the epoch of steady_clock).
-    clock::time_point now() const noexcept { return now_; }
+    clock::time_point now() const noexcept override { return now_; }
     /// How many timers are running.
     std::size_t timers_running() const noexcept;
 

@@ -1189,6 +1189,41 @@ TEST_CASE("acquire: a cancellation during its timeout's grace does not move the 
     CHECK(*r.ec == errc::timeout);  // the first reason, at the deadline's grace
 }
 
+TEST_CASE("multi_lock: its deadline is on the port's clock, across its acquires")
+{
+    // Found by the simulation: multi_lock measured its deadline on the system's clock while its
+    // acquires' timers ran on the port's, so each acquire was given the whole timeout again.
+    fake_fixture fx;
+    auto& port = fx.port;
+    multi_result_of r;
+    detail::initiate_multi_acquire(port, {lock_spec::exclusive("/a"), lock_spec::exclusive("/b")}, lock_options{},
+                                   std::chrono::seconds(5), [&r](error_code ec, std::vector<lease> l) {
+                                       r.ec = ec;
+                                       r.leases = std::move(l);
+                                   });
+    port->run();
+    port->advance(std::chrono::seconds(3));  // /a takes 3 s
+    const std::string a = grant_alone(*port, "/a", 1);
+    const std::string prefix = port->pending().front().path;
+    const std::string ours = prefix + "0000000009";
+    port->answer("create", prefix, {.path = ours, .stat = {.czxid = 9}});
+    port->answer("list_children", "/b", {.children = {"x-00000000000000ff-lock-0000000008", std::string(detail::base_name(ours))}});
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:2"});
+    port->run();
+    port->advance(std::chrono::seconds(2));  // the set's deadline: /b has 2 s, not 5
+    port->run();
+    REQUIRE(!port->pending().empty());
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == ours);
+    port->answer("remove", ours);
+    port->run();
+    port->answer("remove", a);
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::timeout);
+}
+
 TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes, the release goes on")
 {
     fake_fixture fx;
