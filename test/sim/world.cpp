@@ -8,7 +8,9 @@
 
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/detail/recipe.hpp>
+#include <zklock/election.hpp>
 #include <zklock/lease.hpp>
+#include <zklock/multi_lock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -60,7 +62,9 @@ struct rng {
 std::string ms(duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms"; }
 
 // The locks a run uses. Every actor of a run works on one of them, picked per acquisition.
-enum class lock_type { mutex, cohort, reader, writer, permit };
+// `leader`: an election's candidate; `multi`: a multi_lock over the mutex and the shared lock's
+// write side, whose leases are checked with those paths' own.
+enum class lock_type { mutex, cohort, reader, writer, permit, leader, multi };
 
 const char* name_of(lock_type t)
 {
@@ -70,6 +74,8 @@ const char* name_of(lock_type t)
     case lock_type::reader: return "reader";
     case lock_type::writer: return "writer";
     case lock_type::permit: return "permit";
+    case lock_type::leader: return "leader";
+    case lock_type::multi: return "multi";
     }
     return "?";
 }
@@ -84,9 +90,20 @@ std::string path_of(lock_type t)
     case lock_type::reader:
     case lock_type::writer: return "/lk/rw";
     case lock_type::permit: return "/lk/p";
+    case lock_type::leader: return "/lk/e";
+    case lock_type::multi: return "/lk/m";
     }
     return "/";
 }
+
+/// One lease an actor holds, with the lock it is of.
+struct held_lease {
+    std::string path;
+    lock_type type;
+    lease l;
+};
+
+bool exclusive(lock_type t) { return t == lock_type::mutex || t == lock_type::cohort || t == lock_type::writer || t == lock_type::leader; }
 
 struct actor {
     int client = 0;
@@ -101,7 +118,8 @@ struct actor {
     std::optional<time_point> cancelled_at;
     duration stalled_at_cancel{};
     std::unique_ptr<asio::cancellation_signal> cancel;
-    lease held;
+    std::vector<held_lease> held;  ///< one, or a multi_lock's
+    std::size_t releasing = 0;     ///< releases not completed yet
     std::unique_ptr<detail::port_timer> hold_timer;
     std::uint64_t attempt = 0;
     session_id session_at_start = 0;  ///< the model session the acquire started in (0: none yet)
@@ -135,9 +153,9 @@ public:
         cohort_opts_->cohort = true;
         count_known_ = std::make_shared<bool>(false);
         // The locks of this run: one or two of the five kinds.
-        const lock_type all[] = {lock_type::mutex, lock_type::cohort, lock_type::writer, lock_type::permit};
-        types_.push_back(all[rng_.below(4)]);
-        if (rng_.chance(40)) types_.push_back(all[rng_.below(4)]);
+        const lock_type all[] = {lock_type::mutex, lock_type::cohort, lock_type::writer, lock_type::permit, lock_type::leader, lock_type::multi};
+        types_.push_back(all[rng_.below(6)]);
+        if (rng_.chance(40)) types_.push_back(all[rng_.below(6)]);
         port_env env;
         env.model = &model_;
         env.clock = &clock_;
@@ -172,7 +190,7 @@ public:
         }
         for (auto& cl : clients_) cl->port->shut_down();
         clock_.drop_all();
-        for (auto& a : actors_) a->held = lease();
+        for (auto& a : actors_) a->held.clear();
         for (auto& cl : clients_) cl->port->shut_down();
         clock_.drop_all();
         for (auto& cl : clients_) cl->io.reset();
@@ -225,7 +243,7 @@ private:
 
     // ---- the workload ----
     void start_acquire(actor& a);
-    void on_acquired(actor& a, std::uint64_t attempt, error_code ec, lease l);
+    void on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vector<held_lease> leases);
     void release(actor& a);
     void finish_round(actor& a);
 
@@ -320,19 +338,40 @@ void world::start_acquire(actor& a)
         req.policy = detail::queue_policy{detail::semaphore_recipe, permits};
         req.count_known = count_known_;
         break;
+    case lock_type::leader: req.policy = detail::queue_policy{detail::election_recipe}; break;
+    case lock_type::multi: break;
     }
     req.options = a.type == lock_type::cohort ? cohort_opts_ : shared_opts_;
     req.try_only = a.try_only;
     req.timeout = a.timeout;
     SIM_NOTE("a" + std::to_string(a.index) + " (c" + std::to_string(a.client) + ") acquires " + name_of(a.type) + " " +
          *req.dir + (a.try_only ? " (try)" : a.timeout ? " within " + ms(*a.timeout) : std::string()));
+    if (a.type == lock_type::multi) {
+        // A zero timeout tries once, as for every recipe.
+        std::optional<sim_clock::duration> timeout = a.timeout;
+        if (a.try_only) timeout = sim_clock::duration::zero();
+        std::vector<lock_spec> specs{lock_spec::exclusive(path_of(lock_type::mutex)), lock_spec::writer(path_of(lock_type::writer))};
+        detail::initiate_multi_acquire(
+            c.port, std::move(specs), lock_options{}, timeout,
+            asio::bind_cancellation_slot(a.cancel->slot(), [this, &a, attempt](error_code ec, std::vector<lease> ls) {
+                std::vector<held_lease> held;
+                if (!ec && ls.size() == 2) {
+                    held.push_back({path_of(lock_type::mutex), lock_type::mutex, std::move(ls[0])});
+                    held.push_back({path_of(lock_type::writer), lock_type::writer, std::move(ls[1])});
+                }
+                on_acquired(a, attempt, ec, std::move(held));
+            }));
+        return;
+    }
     detail::initiate_acquire(c.port, std::move(req),
                              asio::bind_cancellation_slot(a.cancel->slot(), [this, &a, attempt](error_code ec, lease l) {
-                                 on_acquired(a, attempt, ec, std::move(l));
+                                 std::vector<held_lease> held;
+                                 held.push_back({path_of(a.type), a.type, std::move(l)});
+                                 on_acquired(a, attempt, ec, std::move(held));
                              }));
 }
 
-void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, lease l)
+void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vector<held_lease> leases)
 {
     if (attempt != a.attempt || a.ph != actor::phase::waiting) {
         violate("a" + std::to_string(a.index) + "'s acquire completed twice, or after it ended");
@@ -343,7 +382,8 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, lease l)
     const auto stalled = c.stalled_total - a.stalled_at_start;
     // Deadlines: the timeout and a cancellation each complete within the cleanup grace, plus
     // whatever time the client's executor could not run.
-    const auto slack = detail::cleanup_grace + 1ms;
+    // (multi_lock: one more grace, for the releases of what it took.)
+    const auto slack = detail::cleanup_grace * (a.type == lock_type::multi ? 2 : 1) + 1ms;
     if (a.timeout && now - a.started > *a.timeout + slack + stalled)
         violate("a" + std::to_string(a.index) + "'s acquire with timeout " + ms(*a.timeout) + " completed after " +
                 ms(now - a.started));
@@ -363,31 +403,33 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, lease l)
         finish_round(a);
         return;
     }
+    if (leases.empty()) return violate("a" + std::to_string(a.index) + "'s acquire succeeded without a lease");
     ++result_.grants;
-    const auto f = l.fence();
-    SIM_NOTE("a" + std::to_string(a.index) + " granted " + l.node() + " fence " + std::to_string(f.zxid) + "." +
-         std::to_string(f.local) + " status " + to_string(l.status()));
-    if (a.type == lock_type::mutex || a.type == lock_type::cohort || a.type == lock_type::writer) {
-        const auto path = path_of(a.type);
-        auto it = last_fence_.find(path);
+    for (const auto& h : leases) {
+        const auto f = h.l.fence();
+        SIM_NOTE("a" + std::to_string(a.index) + " granted " + h.l.node() + " fence " + std::to_string(f.zxid) + "." +
+                 std::to_string(f.local) + " status " + to_string(h.l.status()));
+        if (!exclusive(h.type)) continue;
+        auto it = last_fence_.find(h.path);
         if (it != last_fence_.end() && !(it->second < f))
-            violate("fence " + std::to_string(f.zxid) + "." + std::to_string(f.local) + " granted on " + path + " after " +
+            violate("fence " + std::to_string(f.zxid) + "." + std::to_string(f.local) + " granted on " + h.path + " after " +
                     std::to_string(it->second.zxid) + "." + std::to_string(it->second.local));
-        last_fence_[path] = f;
+        last_fence_[h.path] = f;
     }
-    a.held = std::move(l);
+    a.held = std::move(leases);
     a.ph = actor::phase::holding;
     a.hold_timer = c.port->make_timer();
-    const bool write = a.type != lock_type::reader && a.type != lock_type::permit && rng_.chance(50);
+    const bool write = exclusive(a.type) && rng_.chance(50);
     a.hold_timer->start(rng_.between(0ms, cfg_.session_timeout), [this, &a, attempt, write] {
         if (attempt != a.attempt || a.ph != actor::phase::holding) return;
         if (!write) return release(a);
         // A guarded write: a node under /lk whose data is the writer's fence, created only while
         // the writer's queue node exists. Their order (check_end) must be the fences' order.
-        const auto f = a.held.fence();
-        std::vector<multi_op> ops{multi_op::create("/lk/w-", path_of(a.type) + " " + std::to_string(f.zxid) + " " + std::to_string(f.local),
+        auto& h = a.held.front();
+        const auto f = h.l.fence();
+        std::vector<multi_op> ops{multi_op::create("/lk/w-", h.path + " " + std::to_string(f.zxid) + " " + std::to_string(f.local),
                                                    create_mode::ephemeral_sequential)};
-        a.held.async_guarded_multi(std::move(ops), [this, &a, attempt](error_code ec, std::vector<multi_result>) {
+        h.l.async_guarded_multi(std::move(ops), [this, &a, attempt](error_code ec, std::vector<multi_result>) {
             SIM_NOTE("a" + std::to_string(a.index) + " guarded write: " + (ec ? ec.message() : std::string("ok")));
             if (attempt == a.attempt && a.ph == actor::phase::holding) release(a);
         });
@@ -400,23 +442,26 @@ void world::release(actor& a)
     if (rng_.chance(25)) {
         // Dropped: the lease's destructor releases in the background.
         SIM_NOTE("a" + std::to_string(a.index) + " drops its lease");
-        a.held = lease();
+        for (auto& h : a.held) h.l = lease();
         finish_round(a);
         return;
     }
     SIM_NOTE("a" + std::to_string(a.index) + " releases");
     a.ph = actor::phase::releasing;
-    a.held.async_release([this, &a, attempt](error_code ec) {
-        if (attempt != a.attempt || a.ph != actor::phase::releasing) return violate("a release completed twice");
-        SIM_NOTE("a" + std::to_string(a.index) + " released: " + (ec ? ec.message() : std::string("ok")));
-        finish_round(a);
-    });
+    a.releasing = a.held.size();
+    for (auto& h : a.held)
+        h.l.async_release([this, &a, attempt](error_code ec) {
+            if (attempt != a.attempt || a.ph != actor::phase::releasing || a.releasing == 0)
+                return violate("a release completed twice");
+            SIM_NOTE("a" + std::to_string(a.index) + " released: " + (ec ? ec.message() : std::string("ok")));
+            if (--a.releasing == 0) finish_round(a);
+        });
 }
 
 void world::finish_round(actor& a)
 {
     a.hold_timer.reset();
-    a.held = lease();
+    a.held.clear();
     ++a.round;
     a.ph = a.round >= cfg_.rounds ? actor::phase::done : actor::phase::idle;
 }
@@ -555,24 +600,31 @@ void world::check_leases()
 {
     // Every lease of a live client, read through its public query now (a stalled client's too:
     // a read is what its code would see if it ran at this instant).
-    std::map<std::string, std::vector<std::pair<const actor*, lease_status>>> by_path;
+    struct reading {
+        const actor* a;
+        lock_type type;
+        lease_status st;
+    };
+    std::map<std::string, std::vector<reading>> by_path;
     for (auto& a : actors_) {
         if (client_of(*a).dead) continue;
         if (a->ph != actor::phase::holding) continue;  // a release started: the user let go
-        const auto st = a->held.status();
-        if (st == lease_status::held || st == lease_status::suspended) by_path[path_of(a->type)].emplace_back(a.get(), st);
+        for (const auto& h : a->held) {
+            const auto st = h.l.status();
+            if (st == lease_status::held || st == lease_status::suspended) by_path[h.path].push_back({a.get(), h.type, st});
+        }
     }
     for (const auto& [path, v] : by_path) {
         std::size_t writers = 0, readers = 0, others = 0;
-        for (const auto& [a, st] : v) {
-            if (a->type == lock_type::reader) ++readers;
-            else if (a->type == lock_type::writer) ++writers;
+        for (const auto& r : v) {
+            if (r.type == lock_type::reader) ++readers;
+            else if (r.type == lock_type::writer) ++writers;
             else ++others;
         }
         const bool permit_path = path == path_of(lock_type::permit);
         const std::size_t limit = permit_path ? permits : 1;
         std::string who;
-        for (const auto& [a, st] : v) who += " a" + std::to_string(a->index) + "(" + name_of(a->type) + "," + to_string(st) + ")";
+        for (const auto& r : v) who += " a" + std::to_string(r.a->index) + "(" + name_of(r.type) + "," + to_string(r.st) + ")";
         if (others > limit) violate(std::to_string(others) + " holders of " + path + " at once:" + who);
         if (writers > 1 || (writers == 1 && readers > 0)) violate("a writer and another holder of " + path + " at once:" + who);
     }
