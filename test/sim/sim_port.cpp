@@ -52,6 +52,7 @@ sim_port::sim_port(port_env env, int client, asio::io_context& io, sim_clock::du
     // applied from a posted handler.
     metrics_.on_engagement_change([this](bool engaged) {
         auto e = fsm_.on_engaged(engaged, now());
+        if (shut_) return;
         asio::post(ex_, [w = weak_from_this(), e, engaged] {
             if (auto self = w.lock()) {
                 self->apply(e);
@@ -70,7 +71,7 @@ std::unique_ptr<detail::port_timer> sim_port::make_timer() { return std::make_un
 detail::session_reading sim_port::read_now()
 {
     const auto t = now();
-    if (fsm_.due(t)) {
+    if (fsm_.due(t) && !shut_) {
         auto e = fsm_.on_presume_timer(t);
         if (e.presumed_expired) ++presumptions_untold_;
         asio::post(ex_, [w = weak_from_this(), e] {
@@ -85,6 +86,7 @@ detail::session_reading sim_port::read_now()
 
 void sim_port::wait_connected(std::uint64_t generation, detail::void_cb cb)
 {
+    if (shut_) return;  // let go of, never called
     if (auto outcome = fsm_.check_connected(generation))
         return asio::post(ex_, [cb = std::move(cb), ec = *outcome]() mutable { cb(ec); });
     connected_waiters_.emplace_back(generation, std::move(cb));
@@ -290,6 +292,10 @@ void sim_port::close()
 
 void sim_port::shut_down()
 {
+    // From now on every request, wait and post is let go of at once, never called: what is
+    // destroyed later (a handler holding a lease, whose destructor releases) finds nothing to
+    // hold on to, and nothing is posted to an io_context that may be gone.
+    shut_ = true;
     detail::graveyard g;
     auto copy = observers_;
     for (auto& w : copy)
@@ -302,6 +308,12 @@ void sim_port::shut_down()
         in_flight_.clear();
         unsent_.clear();
         connected_waiters_.clear();
+        // A read in flight holds the watch it would set, whose waiter (an operation) may hold
+        // the read's callback in turn: as the bridge's requests do, the watch buries its waiter.
+        for (auto& o : a)
+            if (o.watch) o.watch->abandon(g);
+        for (auto& [o, r] : b)
+            if (o.watch) o.watch->abandon(g);
         for (auto& k : watches_)
             for (auto& [p, list] : k)
                 for (auto& w : list)
@@ -344,6 +356,11 @@ void sim_port::send(request r, std::shared_ptr<detail::watch_state> w, std::func
     o.watch = std::move(w);
     o.done = std::move(done);
     r.watch = o.watch != nullptr;
+    if (shut_) {
+        detail::graveyard g;
+        if (o.watch) o.watch->abandon(g);
+        return;
+    }
     if (env_.trace) {
         static const char* const names[] = {"create", "remove", "exists", "get_data", "set_data", "get_children", "multi", "sync", "close"};
         env_.trace("c" + std::to_string(client_) + " -> #" + std::to_string(o.tag) + " " + names[static_cast<int>(r.type)] + " " +

@@ -138,6 +138,7 @@ private:
     std::optional<sim_clock::time_point> presume_armed_;
     sim_clock::time_point last_leader_send_{};
     bool probe_waiting_ = false;
+    bool shut_ = false;  // shut_down(): requests, waits and posts are let go of
     // The client's watches, as the C client keeps them: data, exist, child.
     std::map<std::string, std::vector<std::weak_ptr<detail::watch_state>>> watches_[3];
 };

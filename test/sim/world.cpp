@@ -182,18 +182,19 @@ public:
 
     ~world()
     {
-        // As when the execution contexts shut down: every client's observers bury what they hold,
-        // the sessions let go of every callback, then the io_contexts destroy the handlers queued,
-        // none of them run.
-        for (auto& a : actors_) {
-            a->hold_timer.reset();
-        }
+        // As when the execution contexts shut down: every client's observers bury what they hold
+        // and its session lets go of every callback (and of any made from now on), then the
+        // io_contexts destroy the handlers queued, none of them run. What those destructions let
+        // go of is let go of again after them.
+        for (auto& a : actors_) a->hold_timer.reset();
         for (auto& cl : clients_) cl->port->shut_down();
         clock_.drop_all();
         for (auto& a : actors_) a->held.clear();
         for (auto& cl : clients_) cl->port->shut_down();
         clock_.drop_all();
         for (auto& cl : clients_) cl->io.reset();
+        for (auto& cl : clients_) cl->port->shut_down();
+        clock_.drop_all();
         actors_.clear();
     }
 
