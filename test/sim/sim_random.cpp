@@ -3,6 +3,7 @@
 // seed instead, so that a run's node names, and so its listings and its trace, are the same each
 // time its seed runs. Outside a run it is the kernel's.
 #include "sim_random.hpp"
+#include "splitmix.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,13 +13,13 @@
 namespace zklock::sim {
 namespace {
 thread_local bool active = false;
-thread_local std::uint64_t state = 0;
+thread_local splitmix state{0};
 }  // namespace
 
 seeded_ids::seeded_ids(std::uint64_t seed) noexcept
 {
     active = true;
-    state = seed ^ 0x5bd1e9955bd1e995ULL;
+    state.s = seed ^ 0x5bd1e9955bd1e995ULL;
 }
 
 seeded_ids::~seeded_ids() { active = false; }
@@ -28,10 +29,7 @@ bool seeded_ids_fill(void* buf, std::size_t n) noexcept
     if (!active) return false;
     auto* out = static_cast<unsigned char*>(buf);
     while (n > 0) {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
+        const std::uint64_t z = state.next();
         const std::size_t k = n < sizeof z ? n : sizeof z;
         std::memcpy(out, &z, k);
         out += k;

@@ -10,6 +10,7 @@
 // step, as sets (type and path). Not compared: ctime and mtime, the order of two events of one
 // step, what a follower would answer (one server here: the replication path is the model's own,
 // tested in test_model.cpp).
+#include "splitmix.hpp"
 #include "zk_model.hpp"
 
 #include "support/zk_server.hpp"
@@ -44,18 +45,6 @@ std::uint64_t env_u64(const char* name, std::uint64_t fallback)
     const char* v = std::getenv(name);
     return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
 }
-
-struct splitmix {
-    std::uint64_t s;
-    std::uint64_t next()
-    {
-        std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-    std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
-};
 
 using event_set = std::set<std::pair<int, std::string>>;
 

@@ -2,6 +2,7 @@
 
 #include "sim_port.hpp"
 #include "sim_random.hpp"
+#include "splitmix.hpp"
 #include "virtual_clock.hpp"
 
 #include "core/deadline.hpp"
@@ -40,17 +41,8 @@ using time_point = sim_clock::time_point;
 
 namespace {
 
-/// SplitMix64: the same sequence from a seed on every platform.
-struct rng {
-    std::uint64_t s;
-    std::uint64_t next()
-    {
-        std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+/// The scheduler's choices.
+struct rng : splitmix {
     bool chance(unsigned percent) { return below(100) < percent; }
     duration between(duration lo, duration hi)
     {
