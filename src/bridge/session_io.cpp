@@ -393,7 +393,11 @@ void session_impl::release_io()
 
 zhandle_t* session_impl::detach_handle()
 {
+    if (!zh_) return nullptr;
     release_io();
+    // The handle's socket, and so its channel, now belong to whoever closes the handle (the close
+    // thread, for a connected one): the session keeps a channel of its own that nothing else uses.
+    chan_ = std::make_shared<client_channel>();
     return std::exchange(zh_, nullptr);
 }
 

@@ -156,3 +156,57 @@ TEST_CASE("threads: the same over TLS: the bridge's relays run on the sessions' 
         return c;
     });
 }
+
+namespace {
+
+// Sessions that connect, then go out of scope, and their io_context right after: each session's
+// destructor hands its connected handle to the close thread, and the context's shutdown then
+// shuts the sessions down while that thread sends their close requests through their sockets.
+void destroy_while_closing(const std::function<session_config()>& make_config)
+{
+    const int sessions = 4;
+    int connected = 0;
+    {
+        asio::io_context ioc;
+        std::vector<std::unique_ptr<session>> ss;
+        for (int i = 0; i < sessions; ++i) ss.push_back(std::make_unique<session>(ioc.get_executor(), make_config()));
+        for (auto& s : ss)
+            s->async_connect([&](error_code ec) {
+                if (!ec) ++connected;
+            });
+        for (int i = 0; i < 3000 && connected < sessions; ++i) ioc.run_for(10ms);
+        REQUIRE(connected == sessions);
+        // A request in flight each, so that the close has a reply to wait behind.
+        for (auto& s : ss) s->async_exists("/", asio::detached);
+        ss.clear();
+    }
+    // A fresh session on a fresh context still connects: the closes finished, nothing was corrupted.
+    asio::io_context ioc;
+    session s{ioc.get_executor(), make_config()};
+    error_code result = errc::timeout;
+    s.async_connect([&](error_code ec) { result = ec; });
+    for (int i = 0; i < 3000 && result == errc::timeout; ++i) ioc.run_for(10ms);
+    CHECK(!result);
+}
+
+}  // namespace
+
+TEST_CASE("threads: a context destroyed while the close thread closes its sessions")
+{
+    const auto servers = thread_server().connect_string();
+    destroy_while_closing([&] { return config_for(servers); });
+}
+
+TEST_CASE("threads: a context destroyed while the close thread closes its sessions over TLS")
+{
+    const auto servers = tls_thread_server().tls_connect_string();
+    destroy_while_closing([&] {
+        auto c = config_for(servers);
+        const auto& certs = shared_tls_certs();
+        c.tls.enabled = true;
+        c.tls.ca_file = certs.ca_cert().string();
+        c.tls.cert_file = certs.client_cert("alice").string();
+        c.tls.key_file = certs.client_key("alice").string();
+        return c;
+    });
+}
