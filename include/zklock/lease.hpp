@@ -261,7 +261,9 @@ public:
     /// How: one write of our node's data (a downgrade mark, then the owner text it held), which
     /// a reader waiting on our node reads with its watch. Readers of other libraries do not know
     /// the mark: they wait for the release, as before. A revocation request written into the node
-    /// afterwards replaces the mark: readers not granted yet then wait for the release too.
+    /// afterwards replaces the mark: readers not granted yet then wait for the release too. One
+    /// already there is left as it is (the holder's revocation wait still reads it), and the
+    /// downgrade completes as if the request had come just after it.
     /// Downgrading a downgraded lease succeeds at once.
     ///
     /// Executor: as the class says. (the handler's associated executor, default: the session's).

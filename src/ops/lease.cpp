@@ -471,6 +471,8 @@ void downgrade_machine::resume(zk_steps& out, zk_outcome r)
     if (r.tag == read) {
         if (r.ec) return finish(r.ec);
         if (is_downgrade_mark(r.data)) return finish({});
+        // A revocation request stands: as if it had replaced a mark written just before it.
+        if (r.data == revocation_request) return finish({});
         return out.set_data(write, node_, downgrade_mark(r.data), r.stat.version);
     }
     if (r.ec == zk_errc::bad_version && ++tries_ < max_tries) return out.get_data(read, node_);

@@ -52,8 +52,9 @@ private:
 };
 
 /// A writer's downgrade: reads its node's data, then writes the mark in front of it, on the
-/// version read (a revocation request written in between is not overwritten: it reads again, a
-/// few times at most). Completes with the read's or the write's error (no_node: the node is gone).
+/// version read (a change in between is not overwritten: it reads again, a few times at most). A
+/// revocation request read is never overwritten: the downgrade completes as if the request had
+/// replaced its mark. Completes with the read's or the write's error (no_node: the node is gone).
 /// Not cancelled: its write cannot be taken back.
 class downgrade_machine {
 public:

@@ -715,13 +715,37 @@ TEST_CASE("downgrade machine: the mark written on the version read, read again o
     CHECK(out.list()[0].data == detail::downgrade_mark("host:1"));
     CHECK(out.list()[0].version == 3);
     out.take();
-    m.resume(out, outcome(m_t::write, zk_errc::bad_version));  // a revocation request came in between
+    m.resume(out, outcome(m_t::write, zk_errc::bad_version));  // the data changed in between
     CHECK(describe(out.take()) == strings{"get_data " + own});
-    m.resume(out, data(m_t::read, "revoke"));
+    m.resume(out, data(m_t::read, "host:2"));
+    REQUIRE(out.list().size() == 1);
+    CHECK(out.list()[0].data == detail::downgrade_mark("host:2"));
     out.take();
     m.resume(out, outcome(m_t::write));
     REQUIRE(m.done());
     CHECK(!std::get<0>(m.take_result()));
+}
+
+TEST_CASE("downgrade machine: a revocation request read is never overwritten")
+{
+    using m_t = detail::downgrade_machine;
+    for (bool first : {true, false}) {
+        CAPTURE(first);
+        m_t m(own);
+        zk_steps out;
+        m.start(out);
+        out.take();
+        if (!first) {
+            m.resume(out, data(m_t::read, "host:1"));
+            out.take();
+            m.resume(out, outcome(m_t::write, zk_errc::bad_version));  // the request came in between
+            CHECK(describe(out.take()) == strings{"get_data " + own});
+        }
+        m.resume(out, data(m_t::read, std::string(revocation_request)));
+        CHECK(out.empty());  // the holder's revocation watch still reads the request
+        REQUIRE(m.done());
+        CHECK(!std::get<0>(m.take_result()));
+    }
 }
 
 TEST_CASE("downgrade machine: already marked, errors, and a race that does not end")
