@@ -115,6 +115,7 @@ struct actor {
     std::unique_ptr<detail::port_timer> hold_timer;
     std::uint64_t attempt = 0;
     session_id session_at_start = 0;  ///< the model session the acquire started in (0: none yet)
+    bool downgraded = false;  ///< a writer that asked to downgrade: from then on checked as a reader
 };
 
 struct client {
@@ -148,6 +149,7 @@ public:
         const lock_type all[] = {lock_type::mutex, lock_type::cohort, lock_type::writer, lock_type::permit, lock_type::leader, lock_type::multi};
         types_.push_back(all[rng_.below(6)]);
         if (rng_.chance(40)) types_.push_back(all[rng_.below(6)]);
+        revocations_ = rng_.chance(30);
         port_env env;
         env.model = &model_;
         env.clock = &clock_;
@@ -237,8 +239,10 @@ private:
     // ---- the workload ----
     void start_acquire(actor& a);
     void on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vector<held_lease> leases);
+    void hold(actor& a, std::uint64_t attempt);
     void release(actor& a);
     void finish_round(actor& a);
+    void request_revocation(actor& a);
 
     // ---- faults and time ----
     void at(time_point t, std::function<void()> fn) { events_.push_back({t, next_event_++, std::move(fn)}); }
@@ -299,6 +303,8 @@ private:
     bool healed_ = false;
     // The largest fence granted per exclusive path (mutex, cohort, writer).
     std::map<std::string, fence_token> last_fence_;
+    bool revocations_ = false;                // whether this run's clients ask holders to give up
+    std::set<std::string> revoke_requested_;  // nodes a revocation request was sent to
     run_result result_;
 };
 
@@ -411,10 +417,45 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
     }
     a.held = std::move(leases);
     a.ph = actor::phase::holding;
+    a.downgraded = false;
     a.hold_timer = c.port->make_timer();
-    const bool write = exclusive(a.type) && rng_.chance(50);
-    a.hold_timer->start(rng_.between(0ms, cfg_.session_timeout), [this, &a, attempt, write] {
+    if (a.held.size() == 1 && rng_.chance(40)) {
+        // The holder gives the lock up when asked to (another client writes the request into its node).
+        const auto node = a.held.front().l.node();
+        a.held.front().l.async_wait_revocation([this, &a, attempt, node](error_code ec) {
+            if (attempt != a.attempt || a.ph != actor::phase::holding) return;
+            SIM_NOTE("a" + std::to_string(a.index) + " revocation wait: " + (ec ? ec.message() : std::string("requested")));
+            if (ec) return;
+            if (!revoke_requested_.contains(node)) return violate("a" + std::to_string(a.index) + " was told of a revocation nobody requested");
+            if (!a.held.front().l.revocation_requested()) return violate("a" + std::to_string(a.index) + "'s lease does not know it was revoked");
+            release(a);
+        });
+    }
+    hold(a, attempt);
+}
+
+void world::hold(actor& a, std::uint64_t attempt)
+{
+    const bool write = exclusive(a.type) && !a.downgraded && rng_.chance(50);
+    const bool downgrade = a.type == lock_type::writer && !a.downgraded && !write && rng_.chance(50);
+    a.hold_timer->start(rng_.between(0ms, cfg_.session_timeout), [this, &a, attempt, write, downgrade] {
         if (attempt != a.attempt || a.ph != actor::phase::holding) return;
+        if (downgrade) {
+            // From the call on, readers may share the lock: the actor is checked as one.
+            SIM_NOTE("a" + std::to_string(a.index) + " downgrades");
+            a.downgraded = true;
+            return a.held.front().l.async_downgrade([this, &a, attempt](error_code ec) {
+                SIM_NOTE("a" + std::to_string(a.index) + " downgraded: " + (ec ? ec.message() : std::string("ok")));
+                const bool allowed = !ec || ec == errc::lock_lost || ec == errc::session_expired || ec == errc::not_connected ||
+                                     ec == errc::request_dropped || ec == zk_errc::connection_loss ||
+                                     ec == zk_errc::session_expired || ec == zk_errc::operation_timeout;
+                // Released meanwhile (a revocation request came): nothing left to downgrade.
+                const bool released = attempt != a.attempt || a.ph != actor::phase::holding;
+                if (!allowed && !(released && ec == errc::already_released))
+                    violate("a" + std::to_string(a.index) + "'s downgrade failed with " + ec.message());
+                if (attempt == a.attempt && a.ph == actor::phase::holding) hold(a, attempt);
+            });
+        }
         if (!write) return release(a);
         // A guarded write: a node under /lk whose data is the writer's fence, created only while
         // the writer's queue node exists. Their order (check_end) must be the fences' order.
@@ -449,6 +490,22 @@ void world::release(actor& a)
             SIM_NOTE("a" + std::to_string(a.index) + " released: " + (ec ? ec.message() : std::string("ok")));
             if (--a.releasing == 0) finish_round(a);
         });
+}
+
+void world::request_revocation(actor& a)
+{
+    // Another client (or the holder's own) writes the request into the holder's node.
+    std::vector<client*> live;
+    for (auto& c : clients_)
+        if (runnable(*c) && !c->closed) live.push_back(c.get());
+    if (live.empty()) return;
+    auto& by = *live[rng_.below(live.size())];
+    const auto node = a.held.front().l.node();
+    SIM_NOTE("c" + std::to_string(by.index) + " asks a" + std::to_string(a.index) + " to give up " + node);
+    revoke_requested_.insert(node);
+    by.port->set_data(node, revocation_request, -1, [this, node](error_code ec, zklock::stat) {
+        SIM_NOTE("revocation request for " + node + ": " + (ec ? ec.message() : std::string("written")));
+    });
 }
 
 void world::finish_round(actor& a)
@@ -604,7 +661,8 @@ void world::check_leases()
         if (a->ph != actor::phase::holding) continue;  // a release started: the user let go
         for (const auto& h : a->held) {
             const auto st = h.l.status();
-            if (st == lease_status::held || st == lease_status::suspended) by_path[h.path].push_back({a.get(), h.type, st});
+            const auto type = a->downgraded && h.type == lock_type::writer ? lock_type::reader : h.type;
+            if (st == lease_status::held || st == lease_status::suspended) by_path[h.path].push_back({a.get(), type, st});
         }
     }
     for (const auto& [path, v] : by_path) {
@@ -660,7 +718,7 @@ run_result world::run()
     // The longest a run may take: the fault window, then every acquisition, each within a few
     // session timeouts.
     const auto limit = fault_end_ + T * (6 + 2 * cfg_.rounds * cfg_.clients * cfg_.actors_per_client);
-    enum kind { deliver, step_session, step_server, connect, act, fault, time };
+    enum kind { deliver, step_session, step_server, connect, act, revoke, fault, time };
     struct choice {
         kind k;
         int a;
@@ -704,6 +762,8 @@ run_result world::run()
             if (model_.can_step_server(s)) choices.push_back({step_server, s, 6});
         for (auto& a : actors_)
             if (a->ph == actor::phase::idle && runnable(client_of(*a))) choices.push_back({act, a->index, 2});
+            else if (revocations_ && a->ph == actor::phase::holding && !client_of(*a).dead && a->held.size() == 1)
+                choices.push_back({revoke, a->index, 1});
         if (fault_budget_ > 0 && !healed_) choices.push_back({fault, 0, 1});
         const bool stalled = std::any_of(clients_.begin(), clients_.end(), [](const auto& c) { return c->stalled_until.has_value(); });
         if (model_.next_expiry() || clock_.next_due() || next_event() || stalled || !choices.empty())
@@ -755,6 +815,7 @@ run_result world::run()
             start_acquire(a);
             break;
         }
+        case revoke: request_revocation(*actors_[static_cast<std::size_t>(chosen->a)]); break;
         case fault: inject_fault(); break;
         case time: {
             // To the next thing due, or a little way, whichever is first.
