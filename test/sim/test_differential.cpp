@@ -60,7 +60,11 @@ struct outcome {
 
 class differential {
 public:
-    differential(std::uint64_t seed, const std::string& connect) : rng_{seed}, connect_(connect)
+    /// `cli_port`: if not 0, two more parents are made first by ZooKeeper's own client on that
+    /// port, with an ACL that lets everyone do all but write their data ("no-write") or all but
+    /// create children ("no-create"); the model is told the same (deny_write, deny_create).
+    differential(std::uint64_t seed, const std::string& connect, std::uint16_t cli_port = 0)
+        : rng_{seed}, connect_(connect)
     {
         base_ = "/diff-" + std::to_string(seed % 1000000007);
         for (int i = 0; i < 3; ++i) open(i);
@@ -68,6 +72,17 @@ public:
         multi_op op = multi_op::create(base_, "", create_mode::persistent);
         run_real(0, [&](auto done) { s_[0]->async_create(base_, "", create_mode::persistent, done_create(done)); });
         model_request(0, to_request(op));
+        if (cli_port != 0) {
+            for (const auto& [name, acl] : {std::pair{"/no-write", "world:anyone:crda"}, std::pair{"/no-create", "world:anyone:rwda"}}) {
+                const auto path = base_ + name;
+                const auto out = zklock::test::zookeeper_cli(cli_port, {"create", path, "x", acl});
+                REQUIRE_MESSAGE(out.find("Created " + path) != std::string::npos, out);
+                model_.seed_persistent(path, "x");
+                if (std::string_view(name) == "/no-write") model_.deny_write(path);
+                else model_.deny_create(path);
+                parents_.push_back(name);
+            }
+        }
         settle();
     }
 
@@ -442,11 +457,7 @@ private:
     }
 
     // ---- random choices ----
-    std::string random_parent()
-    {
-        const char* const parents[] = {"", "/p", "/p/q", "/c"};
-        return base_ + parents[rng_.below(4)];
-    }
+    std::string random_parent() { return base_ + parents_[rng_.below(parents_.size())]; }
     std::string random_known()
     {
         if (known_.empty() || rng_.below(5) == 0) return random_parent();
@@ -475,6 +486,7 @@ private:
     event_set real_events_[3], model_events_[3];
     std::vector<zklock::watch> watches_;
     std::set<std::string> known_;
+    std::vector<std::string> parents_{"", "/p", "/p/q", "/c"};
 };
 
 }  // namespace
@@ -491,6 +503,21 @@ TEST_CASE("sim model: random requests from three sessions agree with a real serv
         CAPTURE(base + run);
         differential d(base + run, server.connect_string());
         for (std::uint64_t k = 0; k < steps; ++k) d.step(static_cast<int>(k));
+        d.finish();
+    }
+}
+
+TEST_CASE("sim model: ACL refusals agree with a real server")
+{
+    // Two runs, the parents' ACLs set by ZooKeeper's own client (a JVM start each).
+    zklock::test::zk_server server;
+    const std::uint64_t base = env_u64("ZKLOCK_SIM_DIFF_SEED", std::random_device{}());
+    std::cout << "sim model with ACLs: 2 runs of 200 steps from seed " << base << " (ZKLOCK_SIM_DIFF_SEED=" << base << ")"
+              << std::endl;
+    for (std::uint64_t run = 0; run < 2; ++run) {
+        CAPTURE(base + run);
+        differential d(base + run, server.connect_string(), server.port());
+        for (int k = 0; k < 200; ++k) d.step(k);
         d.finish();
     }
 }

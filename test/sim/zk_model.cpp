@@ -116,6 +116,7 @@ struct zk_model::impl {
     session_id next_session = 0x100;
     std::int64_t next_zxid = 1;
     std::set<std::string> denied;
+    std::set<std::string> write_denied;
     sim_clock::time_point last_now{};
     std::deque<message> no_outbox;
 
@@ -322,6 +323,8 @@ struct zk_model::impl {
             if (!valid_path(op.path, false)) return zk_errc::bad_arguments;
             node* n = v.edit(op.path);
             if (!n) return zk_errc::no_node;
+            // PrepRequestProcessor: the node's WRITE permission is checked before its version.
+            if (write_denied.contains(op.path)) return zk_errc::no_auth;
             if (op.version != -1 && op.version != n->st.version) return zk_errc::bad_version;
             change c;
             c.t = change::type::set;
@@ -697,6 +700,24 @@ void zk_model::restart(int server)
 }
 
 void zk_model::deny_create(const std::string& dir) { impl_->denied.insert(dir); }
+void zk_model::deny_write(const std::string& path) { impl_->write_denied.insert(path); }
+
+void zk_model::seed_persistent(const std::string& path, const std::string& data)
+{
+    auto& m = *impl_;
+    m.catch_up_leader();
+    impl::entry e;
+    e.zxid = m.next_zxid++;
+    impl::view v{m.leader().nodes, {}};
+    multi_op op = multi_op::create(path, data, create_mode::persistent);
+    multi_result res;
+    if (m.prep(v, 0, op, e.zxid, m.epoch_ms, e.changes, res)) {
+        --m.next_zxid;
+        return;
+    }
+    m.log.push_back(std::move(e));
+    m.catch_up_leader();
+}
 
 void zk_model::reap_containers()
 {

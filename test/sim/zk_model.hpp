@@ -9,8 +9,8 @@
 // Nothing here moves by itself: the simulation's scheduler picks every step (a session's next
 // request processed, a follower applying the leader's next transaction, a connection dropped, time
 // passing for the expiry check). The model is checked against a real server by
-// test_differential.cpp. What it does not model: ACL beyond the refusals set by deny_create,
-// quotas, reconfig, observers, leader election (the leader is server 0, always).
+// test_differential.cpp. What it does not model: ACL beyond the refusals set by deny_create and
+// deny_write, quotas, reconfig, observers, leader election (the leader is server 0, always).
 #pragma once
 
 #include <zklock/error.hpp>
@@ -156,8 +156,14 @@ public:
     /// serving). The leader does not restart.
     void restart(int server);
 
-    /// ACL refusals: a create under `dir` (a direct child) is refused with no_auth.
+    /// ACL refusals: a create under `dir` (a direct child) is refused with no_auth, and so is a
+    /// write of `path`'s data (set_data, alone or in a multi), as for nodes whose ACL grants
+    /// everyone all but CREATE, or all but WRITE.
     void deny_create(const std::string& dir);
+    void deny_write(const std::string& path);
+    /// An administrator's persistent node with `data`, created by a session of its own (no
+    /// owner), through the leader's log; nothing if it exists or has no parent.
+    void seed_persistent(const std::string& path, const std::string& data = {});
     /// The container manager's pass: deletes every container with no child whose cversion is
     /// not 0 (a transaction each, through the leader).
     void reap_containers();
