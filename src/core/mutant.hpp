@@ -5,12 +5,22 @@
 // compiled without ZKLOCK_MUTANTS: there the macro is its first argument and nothing else.
 #pragma once
 
+//
+// ZKLOCK_MARK_QUEUE(shipped) is the queue length from which handoff marks are used
+// (acquire_fsm::min_queue_for_mark): in that build a test may lower it (mark_queue_override), so
+// that the simulation's short queues take the marks' paths too.
+#include <cstddef>
+
 #ifdef ZKLOCK_MUTANTS
 namespace zklock::detail {
 /// The mutant switched on (0: none).
 extern int active_mutant;
+/// Replaces acquire_fsm::min_queue_for_mark while not 0.
+extern std::size_t mark_queue_override;
 }  // namespace zklock::detail
 #define ZKLOCK_MUTANT(n, correct, mutated) (::zklock::detail::active_mutant == (n) ? (mutated) : (correct))
+#define ZKLOCK_MARK_QUEUE(shipped) (::zklock::detail::mark_queue_override ? ::zklock::detail::mark_queue_override : (shipped))
 #else
 #define ZKLOCK_MUTANT(n, correct, mutated) (correct)
+#define ZKLOCK_MARK_QUEUE(shipped) (shipped)
 #endif

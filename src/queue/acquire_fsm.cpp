@@ -571,12 +571,17 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
         return grant(grant_basis::head_deleted);
     }
     if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
-    if (watched_markable_ && std::max(queue_hint, listed_size_) >= min_queue_for_mark) {
+    if (watched_markable_ && std::max(queue_hint, listed_size_) >= ZKLOCK_MARK_QUEUE(min_queue_for_mark)) {
         // Did it leave as the head? Two small reads instead of listing a long queue.
         state_ = state::reading_mark;
         return {ak::read_mark, *dir_, {}, {}};
     }
     return list();
+}
+
+bool acquire_fsm::release_writes_mark(std::size_t queue_hint) noexcept
+{
+    return queue_hint == 0 || queue_hint >= ZKLOCK_MARK_QUEUE(min_queue_for_mark) / 2;
 }
 
 acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
@@ -589,7 +594,7 @@ acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
     watch_spent_ = watch_gone_ = false;
     own_watched_ = true;
     action a{ak::arm, *dir_, {}, {}};
-    a.mark = ahead_kind_ == node_kind::exclusive && std::max(queue_hint, listed_size_) >= min_queue_for_mark;
+    a.mark = ahead_kind_ == node_kind::exclusive && std::max(queue_hint, listed_size_) >= ZKLOCK_MARK_QUEUE(min_queue_for_mark);
     state_ = a.mark ? state::arming_mark : state::arming_list;
     return a;
 }

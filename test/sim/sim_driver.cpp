@@ -49,6 +49,8 @@ seeds_result run_many(std::uint64_t count, double budget_seconds, bool stop_at_f
         ++out.schedules;
         out.steps += r.steps;
         out.grants += r.grants;
+        out.marked_releases += r.marked_releases;
+        out.marks_refused += r.marks_refused;
         if (!r.ok) {
             if (out.failures++ == 0) {
                 out.first_failing_seed = cfg.seed;
@@ -89,13 +91,18 @@ seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_se
     return run_many(count, budget_seconds, stop_at_failure, [&](std::uint64_t i) { return base + i; });
 }
 
+std::uint64_t fresh_base_seed()
+{
+    return env_u64("ZKLOCK_SIM_BASE_SEED", (std::uint64_t{std::random_device{}()} << 32) ^
+                                               static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+}
+
+std::uint64_t fresh_schedules() { return env_u64("ZKLOCK_SIM_SCHEDULES", 100'000); }
+
 void run_fresh_shard(int shard, int shards)
 {
-    const std::uint64_t total = env_u64("ZKLOCK_SIM_SCHEDULES", 100'000);
-    const std::uint64_t base = env_u64("ZKLOCK_SIM_BASE_SEED", (std::uint64_t{std::random_device{}()} << 32) ^
-                                                                  static_cast<std::uint64_t>(std::chrono::system_clock::now()
-                                                                                                 .time_since_epoch()
-                                                                                                 .count()));
+    const std::uint64_t total = fresh_schedules();
+    const std::uint64_t base = fresh_base_seed();
     const std::uint64_t per = total / static_cast<std::uint64_t>(shards);
     const std::uint64_t first = base + per * static_cast<std::uint64_t>(shard);
     std::cout << "sim: shard " << shard + 1 << "/" << shards << ": seeds " << first << " .. " << first + per - 1

@@ -17,6 +17,8 @@ struct seeds_result {
     std::uint64_t first_failing_seed = 0;
     std::uint64_t steps = 0;
     std::uint64_t grants = 0;
+    std::uint64_t marked_releases = 0;
+    std::uint64_t marks_refused = 0;
     std::string first_report;  ///< the first failure, with its trace
     double seconds = 0;
 };
@@ -28,6 +30,10 @@ std::vector<std::uint64_t> corpus_seeds();
 seeds_result run_seeds(const std::vector<std::uint64_t>& seeds, double budget_seconds, bool stop_at_failure = false);
 /// Runs seeds base, base+1, ... until `count` ran, a failure, or `budget_seconds`.
 seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_seconds, bool stop_at_failure);
+/// ZKLOCK_SIM_BASE_SEED, or a fresh one.
+std::uint64_t fresh_base_seed();
+/// ZKLOCK_SIM_SCHEDULES, or 100000.
+std::uint64_t fresh_schedules();
 /// One shard of the fresh schedules: ZKLOCK_SIM_SCHEDULES (default 100000) split over `shards`,
 /// from a fresh base seed (ZKLOCK_SIM_BASE_SEED to choose it), printed.
 void run_fresh_shard(int shard, int shards);

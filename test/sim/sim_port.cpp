@@ -567,7 +567,11 @@ void sim_port::multi(const std::vector<multi_op>& ops, detail::multi_cb cb)
     r.type = request::kind::multi;
     r.ops = ops;
     r.path = ops.empty() ? std::string() : ops.front().path;
-    send(std::move(r), nullptr, [n, cb = std::make_shared<detail::multi_cb>(std::move(cb))](const reply& a) {
+    const bool marked = n == 2 && ops[0].type == multi_op::kind::set_data && ops[1].type == multi_op::kind::remove;
+    if (marked && env_.marked_releases) ++*env_.marked_releases;
+    std::uint64_t* const refused = marked ? env_.marks_refused : nullptr;
+    send(std::move(r), nullptr, [n, refused, cb = std::make_shared<detail::multi_cb>(std::move(cb))](const reply& a) {
+        if (refused && a.ec == zk_errc::no_auth) ++*refused;
         // One result per op, always: a request not answered carries its error in every op.
         std::vector<multi_result> out = a.results;
         if (out.size() != n) {

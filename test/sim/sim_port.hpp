@@ -33,6 +33,10 @@ struct port_env {
     std::function<void(std::vector<std::string>&)> shuffle;
     /// A line of the run's trace.
     std::function<void(std::string)> trace;
+    /// Releases sent with a handoff mark (a multi: the lock path's data, then the node's delete),
+    /// and those the server refused with no_auth.
+    std::uint64_t* marked_releases = nullptr;
+    std::uint64_t* marks_refused = nullptr;
 };
 
 class sim_port final : public detail::zk_port, public std::enable_shared_from_this<sim_port> {

@@ -7,6 +7,7 @@
 
 #include "core/deadline.hpp"
 
+#include <zklock/detail/acquire_fsm.hpp>
 #include <zklock/detail/acquire_fwd.hpp>
 #include <zklock/detail/recipe.hpp>
 #include <zklock/election.hpp>
@@ -150,6 +151,27 @@ public:
         types_.push_back(all[rng_.below(6)]);
         if (rng_.chance(40)) types_.push_back(all[rng_.below(6)]);
         revocations_ = rng_.chance(30);
+        // ACLs an administrator set on lock paths made beforehand: in some runs no client may
+        // write a lock path's data (the releases' handoff marks are refused), or create in one of
+        // them (its acquires fail).
+        const auto acl = rng_.below(100);
+        if (acl < 30) {
+            seeded_ = {"/lk"};
+            for (auto t : {lock_type::mutex, lock_type::cohort, lock_type::writer, lock_type::permit, lock_type::leader})
+                seeded_.insert(path_of(t));
+            // The semaphore's path holds its count already: its acquires need not write it.
+            for (const auto& p : seeded_)
+                model_.seed_persistent(p, p == path_of(lock_type::permit) ? detail::permit_count_data(permits) : std::string());
+            if (acl < 20) {
+                for (const auto& p : seeded_)
+                    if (p != "/lk") model_.deny_write(p);
+                SIM_NOTE("ACL: nobody may write the lock paths' data");
+            } else {
+                denied_ = path_of(types_[rng_.below(types_.size())]);
+                model_.deny_create(denied_);
+                SIM_NOTE("ACL: nobody may create in " + denied_);
+            }
+        }
         port_env env;
         env.model = &model_;
         env.clock = &clock_;
@@ -157,6 +179,8 @@ public:
             for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng_.below(i)]);
         };
         if (cfg.trace) env.trace = [this](std::string s) { note_line(std::move(s)); };
+        env.marked_releases = &result_.marked_releases;
+        env.marks_refused = &result_.marks_refused;
         for (int c = 0; c < cfg.clients; ++c) {
             auto cl = std::make_unique<client>();
             cl->index = c;
@@ -304,6 +328,8 @@ private:
     // The largest fence granted per exclusive path (mutex, cohort, writer).
     std::map<std::string, fence_token> last_fence_;
     bool revocations_ = false;                // whether this run's clients ask holders to give up
+    std::set<std::string> seeded_;            // persistent paths made by an administrator
+    std::string denied_;                      // a lock path nobody may create in ("": none)
     std::set<std::string> revoke_requested_;  // nodes a revocation request was sent to
     run_result result_;
 };
@@ -397,7 +423,10 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
         const bool allowed = ec == errc::session_expired || (ec == errc::lock_lost && session_ended) || ec == errc::not_connected ||
                              ec == errc::request_dropped || (ec == errc::timeout && (a.timeout || a.try_only)) ||
                              (ec == errc::would_block && a.try_only) ||
-                             (ec == asio::error::operation_aborted && a.cancelled_at);
+                             (ec == asio::error::operation_aborted && a.cancelled_at) ||
+                             (ec == zk_errc::no_auth && !denied_.empty() &&
+                              (denied_ == path_of(a.type) || (a.type == lock_type::multi &&
+                                                              (denied_ == path_of(lock_type::mutex) || denied_ == path_of(lock_type::writer)))));
         if (!allowed) violate("a" + std::to_string(a.index) + "'s acquire failed with " + ec.message());
         finish_round(a);
         return;
@@ -883,7 +912,7 @@ run_result world::run()
             if ((st->cversion == 0 && st->num_children == 0) || (st->num_children > 0 && only_unused)) unused.insert(*it);
         }
         for (const auto& p : nodes)
-            if (p != "/" && !unused.contains(p))
+            if (p != "/" && !unused.contains(p) && !seeded_.contains(p))
                 violate("node " + p + " is left after every session closed");
     }
     result_.steps = steps_;

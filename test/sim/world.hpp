@@ -38,6 +38,8 @@ struct run_result {
     std::uint64_t steps = 0;             ///< scheduler steps taken
     std::uint64_t grants = 0;            ///< leases granted
     std::uint64_t faults = 0;            ///< faults injected
+    std::uint64_t marked_releases = 0;   ///< releases sent with a handoff mark
+    std::uint64_t marks_refused = 0;     ///< of those, refused (no_auth: nobody may write the lock path)
     std::chrono::milliseconds virtual_time{0};
 };
 

@@ -267,10 +267,7 @@ public:
     /// a queue of min_queue_for_mark read a mark; in a short queue the plain delete is the cheaper
     /// write. Half the threshold: a waiter's listing may be newer than the holder's. A waiter that
     /// finds no mark lists, so this is about cost, never about safety.
-    static constexpr bool release_writes_mark(std::size_t queue_hint) noexcept
-    {
-        return queue_hint == 0 || queue_hint >= min_queue_for_mark / 2;
-    }
+    static bool release_writes_mark(std::size_t queue_hint) noexcept;
     /// Look-ahead (an exclusive waiter also watches the node before the one it waits on, and
     /// learns ahead of time that its predecessor became the head) only in queues no longer than
     /// this: it costs every waiter a second watch, and in a longer queue the handoff mark already
