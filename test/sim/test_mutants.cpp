@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <iostream>
 
 namespace zklock::detail {
@@ -27,7 +28,10 @@ void hunt(int n, const char* what)
                                    std::to_string(r.schedules) + " schedules, in " + std::to_string(r.seconds) + " s"
                              : "NOT caught in " + std::to_string(r.schedules) + " schedules")
               << std::endl;
-    if (r.failures) std::cout << r.first_report.substr(0, r.first_report.find('\n')) << std::endl;
+    // The first line of the report; all of it (the trace's last events) with ZKLOCK_SIM_MUTANT_TRACE set.
+    if (r.failures)
+        std::cout << (std::getenv("ZKLOCK_SIM_MUTANT_TRACE") ? r.first_report : r.first_report.substr(0, r.first_report.find('\n')))
+                  << std::endl;
     CHECK_MESSAGE(r.failures == 1, "mutant " << n << " (" << what << ") survived " << r.schedules << " schedules");
 }
 
