@@ -117,6 +117,7 @@ struct actor {
     std::uint64_t attempt = 0;
     session_id session_at_start = 0;  ///< the model session the acquire started in (0: none yet)
     bool downgraded = false;  ///< a writer that asked to downgrade: from then on checked as a reader
+    bool revoke_asked = false;  ///< a revocation request was sent for the lease held now
 };
 
 struct client {
@@ -446,7 +447,7 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
     }
     a.held = std::move(leases);
     a.ph = actor::phase::holding;
-    a.downgraded = false;
+    a.downgraded = a.revoke_asked = false;
     a.hold_timer = c.port->make_timer();
     if (a.held.size() == 1 && rng_.chance(40)) {
         // The holder gives the lock up when asked to (another client writes the request into its node).
@@ -523,7 +524,8 @@ void world::release(actor& a)
 
 void world::request_revocation(actor& a)
 {
-    // Another client (or the holder's own) writes the request into the holder's node.
+    // Another client (or the holder's own) writes the request into the holder's node, once a grant.
+    a.revoke_asked = true;
     std::vector<client*> live;
     for (auto& c : clients_)
         if (runnable(*c) && !c->closed) live.push_back(c.get());
@@ -791,7 +793,7 @@ run_result world::run()
             if (model_.can_step_server(s)) choices.push_back({step_server, s, 6});
         for (auto& a : actors_)
             if (a->ph == actor::phase::idle && runnable(client_of(*a))) choices.push_back({act, a->index, 2});
-            else if (revocations_ && a->ph == actor::phase::holding && !client_of(*a).dead && a->held.size() == 1)
+            else if (revocations_ && a->ph == actor::phase::holding && !a->revoke_asked && !client_of(*a).dead && a->held.size() == 1)
                 choices.push_back({revoke, a->index, 1});
         if (fault_budget_ > 0 && !healed_) choices.push_back({fault, 0, 1});
         const bool stalled = std::any_of(clients_.begin(), clients_.end(), [](const auto& c) { return c->stalled_until.has_value(); });
