@@ -3,12 +3,12 @@
 // is `mutated` while mutant n is the one switched on. Each marks a one-line mistake a developer
 // could plausibly make, which the simulation's checkers must catch. The library that ships is
 // compiled without ZKLOCK_MUTANTS: there the macro is its first argument and nothing else.
-#pragma once
-
 //
 // ZKLOCK_MARK_QUEUE(shipped) is the queue length from which handoff marks are used
-// (acquire_fsm::min_queue_for_mark): in that build a test may lower it (mark_queue_override), so
-// that the simulation's short queues take the marks' paths too.
+// (acquire_fsm::min_queue_for_mark): in the ZKLOCK_MUTANTS build a test may lower it
+// (mark_queue_override), so that the simulation's short queues take the marks' paths too.
+#pragma once
+
 #include <cstddef>
 
 #ifdef ZKLOCK_MUTANTS

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -44,7 +45,7 @@ TEST_CASE("sim mutant 4: a cancelled waiter's node left in the queue") { hunt(4,
 TEST_CASE("sim mutant 5: a semaphore admits one permit too many") { hunt(5, "count one permit short"); }
 TEST_CASE("sim mutant 6: a reader ignores the writers ahead of it") { hunt(6, "a reader passes a writer"); }
 
-// No mutant: the correct operations, with handoff marks from a queue of 2 on (the library uses
+// No mutant: the correct operations, with handoff marks from a queue of 2 on (the library reads
 // them from 256, which the simulation's queues never reach): the releases write marks, waiters
 // read them and are granted by them, and where the lock paths' ACL refuses the write, the
 // releases fall back to plain deletes. Every checker as in the regular runs.
@@ -53,7 +54,7 @@ TEST_CASE("sim: handoff marks in short queues")
     // A tenth of the regular runs' schedules, from fresh seeds (ZKLOCK_SIM_SEED replays one below).
     const auto base = fresh_base_seed();
     zklock::detail::mark_queue_override = 2;
-    const auto r = run_range(base, fresh_schedules() / 10, 300, false);
+    const auto r = run_range(base, std::max<std::uint64_t>(fresh_schedules() / 10, 1000), 300, false);
     zklock::detail::mark_queue_override = 0;
     std::cout << "sim with handoff marks: base seed " << base << ", " << r.schedules << " schedules in " << r.seconds << " s, "
               << r.marked_releases << " marked releases, " << r.marks_refused << " refused by the lock path's ACL; "
