@@ -357,8 +357,9 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
         for (auto& x : r) x.ec = e;
         post_now<error_code, results>(s, std::move(h), e, std::move(r));
     };
-    if (!s || s->status() == lease_status::released) return refuse(errc::already_released);
-    if (s->status() == lease_status::lost) return refuse(errc::lock_lost);
+    const auto st = s ? s->status() : lease_status::released;
+    if (st == lease_status::released) return refuse(errc::already_released);
+    if (st == lease_status::lost) return refuse(errc::lock_lost);
     if (ops.empty()) return post_now<error_code, results>(s, std::move(h), errc::invalid_argument, {});
     // check(our node, any version) first, in the same transaction: the server applies the rest
     // only while our node exists, whatever this process believes about the lease.
@@ -379,8 +380,9 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
     if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
-    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
-    if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
+    const auto r = s->read();
+    if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
+    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());
     s->wait_lost([sh](error_code ec) {
@@ -392,8 +394,9 @@ void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code
 {
     if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
     if (s->revocation_requested()) return post_now<error_code>(s, std::move(h), {});
-    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), s->lost_reason());
-    if (s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
+    const auto r = s->read();
+    if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
+    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());
     s->wait_revocation([sh](error_code ec) {
@@ -481,8 +484,9 @@ void downgrade_machine::resume(zk_steps& out, zk_outcome r)
 
 void initiate_downgrade(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
-    if (s->status() == lease_status::lost) return post_now<error_code>(s, std::move(h), errc::lock_lost);
+    const auto st = s ? s->status() : lease_status::released;
+    if (st == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
+    if (st == lease_status::lost) return post_now<error_code>(s, std::move(h), errc::lock_lost);
     const auto node = parse_queue_view(base_name(s->node()));
     if (s->local_seq() != 0 || !node || node->what != &writer_recipe || node->library != lock_library::zklock)
         return post_now<error_code>(s, std::move(h), errc::invalid_argument);
