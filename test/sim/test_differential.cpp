@@ -10,9 +10,14 @@
 // step, as sets (type and path). Not compared: ctime and mtime, the order of two events of one
 // step, what a follower would answer (one server here: the replication path is the model's own,
 // tested in test_model.cpp).
+//
+// Sessions end by close, and (in the expiry case) by the server's expiry: the session's
+// connection goes through a fault_proxy that holds its traffic until the server has expired it;
+// the model's leader expires it on its clock (zk_model::expire_due).
 #include "splitmix.hpp"
 #include "zk_model.hpp"
 
+#include "support/fault_proxy.hpp"
 #include "support/zk_server.hpp"
 
 #include <zklock/session.hpp>
@@ -58,21 +63,36 @@ struct outcome {
     std::vector<multi_result> results;
 };
 
+/// What a differential run adds to the plain one.
+struct extras {
+    /// If not 0, two more parents are made first by ZooKeeper's own client on this port, with an
+    /// ACL that lets everyone do all but write their data ("no-write") or all but create children
+    /// ("no-create"); the model is told the same (deny_write, deny_create).
+    std::uint16_t acl_cli_port = 0;
+    /// If not 0: the server's port, each session's connection goes through its own fault_proxy
+    /// to it, and sessions time out after `expiry_timeout` (so that expiry_step() is quick).
+    std::uint16_t expiry_port = 0;
+    std::chrono::milliseconds expiry_timeout{2000};
+    /// The server's tickTime: it expires a session within its timeout plus one tick.
+    std::chrono::milliseconds tick{200};
+};
+
 class differential {
 public:
-    /// `cli_port`: if not 0, two more parents are made first by ZooKeeper's own client on that
-    /// port, with an ACL that lets everyone do all but write their data ("no-write") or all but
-    /// create children ("no-create"); the model is told the same (deny_write, deny_create).
-    differential(std::uint64_t seed, const std::string& connect, std::uint16_t cli_port = 0)
-        : rng_{seed}, connect_(connect)
+    differential(std::uint64_t seed, const std::string& connect, extras x = {})
+        : rng_{seed}, connect_(connect), x_(x)
     {
+        if (x_.expiry_port != 0) {
+            timeout_ = x_.expiry_timeout;
+            for (auto& p : proxy_) p = std::make_unique<zklock::test::fault_proxy>(x_.expiry_port);
+        }
         base_ = "/diff-" + std::to_string(seed % 1000000007);
         for (int i = 0; i < 3; ++i) open(i);
         // The base path, on both.
         multi_op op = multi_op::create(base_, "", create_mode::persistent);
         run_real(0, [&](auto done) { s_[0]->async_create(base_, "", create_mode::persistent, done_create(done)); });
         model_request(0, to_request(op));
-        if (cli_port != 0) {
+        if (const auto cli_port = x_.acl_cli_port; cli_port != 0) {
             for (const auto& [name, acl] : {std::pair{"/no-write", "world:anyone:crda"}, std::pair{"/no-create", "world:anyone:rwda"}}) {
                 const auto path = base_ + name;
                 const auto out = zklock::test::zookeeper_cli(cli_port, {"create", path, "x", acl});
@@ -150,6 +170,19 @@ public:
                 if (!x.path.empty()) known_.insert(x.path);
     }
 
+    /// A step in which the server expires a random session (the run must have extras::expiry_port),
+    /// which is then opened again.
+    void expiry_step(int index)
+    {
+        const int i = static_cast<int>(rng_.below(3));
+        const auto what = "step " + std::to_string(index) + ", session " + std::to_string(i) + ": expired by the server, then reopened";
+        expire(i, what);
+        open(i);
+        settle();
+        drain_model();
+        check_events(what);
+    }
+
     void finish()
     {
         for (int i = 0; i < 3; ++i) close(i);
@@ -160,8 +193,9 @@ private:
     void open(int i)
     {
         session_config cfg;
-        cfg.servers = connect_;
-        cfg.session_timeout = 10s;
+        cfg.servers = proxy_[i] ? proxy_[i]->connect_string() : connect_;
+        cfg.session_timeout = timeout_;
+        cfg.reconnect_on_expiry = false;  // expiry_step() reopens it, on both sides
         s_[i] = std::make_unique<session>(io_, cfg);
         bool done = false;
         error_code ec;
@@ -172,7 +206,8 @@ private:
         wait(done);
         REQUIRE_MESSAGE(!ec, "connect: " << ec.message());
         real_owner_[s_[i]->session_id()] = i;
-        msid_[i] = model_.open_session(0, 10s, now_);
+        REQUIRE_MESSAGE(s_[i]->negotiated_timeout() == timeout_, "the server negotiated another session timeout");
+        msid_[i] = model_.open_session(0, timeout_, now_);
         model_owner_[msid_[i]] = i;
     }
     void close(int i)
@@ -184,6 +219,34 @@ private:
         r.type = request::kind::close;
         model_.submit(msid_[i], ++tag_, r, now_);
         while (model_.can_step_session(msid_[i])) model_.step_session(msid_[i], now_);
+        model_.outbox(msid_[i]).clear();
+    }
+
+    // The server expires session i: its traffic is held until the server has (its timeout and a
+    // tick after the last it heard), then the client hears it expired. The model's leader expires
+    // it on its clock, the other sessions touched meanwhile.
+    void expire(int i, const std::string& what)
+    {
+        proxy_[i]->blackhole();
+        const auto until = std::chrono::steady_clock::now() + timeout_ + 3 * x_.tick;
+        while (std::chrono::steady_clock::now() < until) io_.run_one_for(50ms);
+        proxy_[i]->pass();
+        const auto bound = std::chrono::steady_clock::now() + 20s;
+        while (s_[i]->state() != session_state::expired) {
+            REQUIRE_MESSAGE(s_[i]->state() != session_state::closed, what << ": the session closed");
+            REQUIRE_MESSAGE(std::chrono::steady_clock::now() < bound, what << ": the client was not told of the expiry in 20 s");
+            io_.run_one_for(50ms);
+        }
+        bool done = false;
+        s_[i]->async_close([&](error_code) { done = true; });
+        wait(done);
+
+        model_.disconnect(msid_[i]);
+        now_ += timeout_ + 1ms;
+        for (int k = 0; k < 3; ++k)
+            if (k != i) model_.touch(msid_[k], now_);
+        const auto expired = model_.expire_due(now_);
+        REQUIRE_MESSAGE(expired == std::vector<session_id>{msid_[i]}, what << ": the model expired " << expired.size() << " sessions");
         model_.outbox(msid_[i]).clear();
     }
 
@@ -472,8 +535,11 @@ private:
     }
 
     splitmix rng_;
-    bool trace_ = std::getenv("ZKLOCK_SIM_DIFF_TRACE") != nullptr;
     std::string connect_;
+    extras x_;
+    std::chrono::milliseconds timeout_{10000};
+    std::unique_ptr<zklock::test::fault_proxy> proxy_[3];
+    bool trace_ = std::getenv("ZKLOCK_SIM_DIFF_TRACE") != nullptr;
     std::string base_;
     asio::io_context io_;
     std::unique_ptr<session> s_[3];
@@ -516,8 +582,24 @@ TEST_CASE("sim model: ACL refusals agree with a real server")
               << std::endl;
     for (std::uint64_t run = 0; run < 2; ++run) {
         CAPTURE(base + run);
-        differential d(base + run, server.connect_string(), server.port());
+        differential d(base + run, server.connect_string(), {.acl_cli_port = server.port()});
         for (int k = 0; k < 200; ++k) d.step(k);
         d.finish();
     }
+}
+
+TEST_CASE("sim model: sessions the server expires agree with a real server")
+{
+    // A tick of 200 ms: sessions of 2 s, each expiry about 2.6 s of real time. One run of 200
+    // random steps, a session expired after every 40th.
+    zklock::test::zk_server server({.tick_time = 200ms});
+    const std::uint64_t base = env_u64("ZKLOCK_SIM_DIFF_SEED", std::random_device{}());
+    std::cout << "sim model with expiry: 1 run of 200 steps and 5 expiries from seed " << base
+              << " (ZKLOCK_SIM_DIFF_SEED=" << base << ")" << std::endl;
+    differential d(base, server.connect_string(), {.expiry_port = server.port()});
+    for (int k = 0; k < 200; ++k) {
+        d.step(k);
+        if (k % 40 == 39) d.expiry_step(k);
+    }
+    d.finish();
 }
