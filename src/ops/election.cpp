@@ -1,5 +1,6 @@
 // The election's own operations: the leader, an observer, proclaim (its recipe constant is in
 // src/recipes/election.cpp).
+#include "core/mutant.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/read_machines.hpp"
 
@@ -159,7 +160,7 @@ void observer_machine::resume(zk_steps& out, zk_outcome r)
 void observer_machine::on_error(zk_steps& out, error_code ec)
 {
     if (phase_ == phase::chroot && ec == errc::chroot_missing) return fail(ec);
-    if (!try_again(ec) || phase_ == phase::reconnecting) return fail(ec);
+    if (ZKLOCK_MUTANT(7, !try_again(ec), true) || phase_ == phase::reconnecting) return fail(ec);
     // Look again once connected: after a lost connection, the same session; after an expiry, the
     // new one (if the session makes one: else the wait says why not).
     phase_ = phase::reconnecting;

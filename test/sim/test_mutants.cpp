@@ -44,6 +44,7 @@ TEST_CASE("sim mutant 3: a lease's status read as recorded, not on the clock") {
 TEST_CASE("sim mutant 4: a cancelled waiter's node left in the queue") { hunt(4, "forget a cancelled node"); }
 TEST_CASE("sim mutant 5: a semaphore admits one permit too many") { hunt(5, "count one permit short"); }
 TEST_CASE("sim mutant 6: a reader ignores the writers ahead of it") { hunt(6, "a reader passes a writer"); }
+TEST_CASE("sim mutant 7: an election observer gives up at a lost connection") { hunt(7, "observer ends on a connection loss"); }
 
 // No mutant: the correct operations, with handoff marks from a queue of 2 on (the library reads
 // them from 256, which the simulation's queues never reach): the releases write marks, waiters

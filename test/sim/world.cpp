@@ -130,6 +130,10 @@ struct client {
     duration stalled_total{};
     bool eof = false;  ///< the server closed the connection: the client sees it when it next runs
     bool closed = false;
+    /// The election's observer, in runs with an election: what it delivered last ("": no leader).
+    std::shared_ptr<detail::observer_state> observer;
+    std::optional<std::string> observed;
+    bool observer_ended = false;
 };
 
 struct timed_event {
@@ -195,6 +199,11 @@ public:
             }
         }
         for (auto& cl : clients_) cl->port->start();
+        if (std::find(types_.begin(), types_.end(), lock_type::leader) != types_.end())
+            for (auto& cl : clients_) {
+                cl->observer = detail::start_observer(cl->port, path_of(lock_type::leader));
+                observe(*cl);
+            }
         fault_budget_ = cfg.faults ? static_cast<int>(rng_.below(6)) : 0;
         fault_end_ = clock_.now() + cfg.session_timeout * (4 + static_cast<int>(rng_.below(8)));
     }
@@ -206,6 +215,8 @@ public:
         // io_contexts destroy the handlers queued, none of them run. What those destructions let
         // go of is let go of again after them.
         for (auto& a : actors_) a->hold_timer.reset();
+        for (auto& cl : clients_)
+            if (cl->observer) detail::stop_observer(*cl->observer);
         for (auto& cl : clients_) cl->port->shut_down();
         clock_.drop_all();
         for (auto& a : actors_) a->held.clear();
@@ -268,6 +279,7 @@ private:
     void release(actor& a);
     void finish_round(actor& a);
     void request_revocation(actor& a);
+    void observe(client& c);
 
     // ---- faults and time ----
     void at(time_point t, std::function<void()> fn) { events_.push_back({t, next_event_++, std::move(fn)}); }
@@ -285,6 +297,7 @@ private:
 
     // ---- the checkers ----
     void check_leases();
+    void check_observers();
     void check_end();
 
     bool workload_done() const
@@ -539,6 +552,23 @@ void world::request_revocation(actor& a)
     });
 }
 
+// The election's observer of a client: each leader it delivers, until its session closes.
+void world::observe(client& c)
+{
+    detail::initiate_observe_next(c.observer, [this, &c](error_code ec, leader_info info) {
+        if (ec) {
+            SIM_NOTE("c" + std::to_string(c.index) + "'s observer ends: " + ec.message());
+            c.observer_ended = true;
+            if (ec != errc::session_closed && ec != asio::error::operation_aborted)
+                violate("c" + std::to_string(c.index) + "'s election observer failed: " + ec.message());
+            return;
+        }
+        SIM_NOTE("c" + std::to_string(c.index) + "'s observer: " + (info.node.empty() ? std::string("no leader") : "leader " + info.node));
+        c.observed = info.node;
+        observe(c);
+    });
+}
+
 void world::finish_round(actor& a)
 {
     a.hold_timer.reset();
@@ -712,6 +742,26 @@ void world::check_leases()
     }
 }
 
+void world::check_observers()
+{
+    // Once nothing moves, every live client's observer has delivered the election's leader as it
+    // is: the candidate with the lowest sequence number, or none (it never misses the last change).
+    std::string leader;
+    const std::string dir = path_of(lock_type::leader) + "/";
+    for (const auto& p : model_.nodes()) {
+        if (!p.starts_with(dir) || p.size() < dir.size() + 10) continue;
+        const auto name = p.substr(dir.size());
+        if (leader.empty() || name.substr(name.size() - 10) < leader.substr(leader.size() - 10)) leader = name;
+    }
+    for (auto& c : clients_) {
+        if (c->dead || !c->observer) continue;
+        if (c->observer_ended || c->observed != leader)
+            violate("c" + std::to_string(c->index) + "'s election observer delivered " +
+                    (!c->observed ? std::string("nothing") : c->observed->empty() ? std::string("no leader") : *c->observed) +
+                    (c->observer_ended ? " (and ended)" : "") + ", the leader is " + (leader.empty() ? std::string("none") : leader));
+    }
+}
+
 void world::check_end()
 {
     // The guarded writes, in the order the server applied them: their fences strictly increase.
@@ -865,6 +915,7 @@ run_result world::run()
         // Every actor is done: time runs on until the dead client's session has expired, then no
         // node of a live session may be left; then every session closes.
         run_clients();
+        check_observers();
         check_end();
         for (auto& c : clients_)
             if (!c->dead) c->port->close();
