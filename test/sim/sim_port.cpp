@@ -408,9 +408,11 @@ void sim_port::complete(outstanding& o, const reply& r)
 {
     // As the bridge: a leader request answered without error is evidence for the session; the
     // C client maps an operation timeout to a connection loss; the watch of a successful read is
-    // registered as its reply is handled.
+    // registered as its reply is handled, and so is an exists' on a missing node (the C client's
+    // exists_result_checker: ZOK to the data watches, ZNONODE to the exist watches; the server
+    // set it either way).
     if (!r.ec && o.leader_sent != sim_clock::time_point{}) apply(fsm_.on_leader_confirmed(o.leader_sent, now()));
-    if (o.watch && !r.ec) {
+    if (o.watch && (!r.ec || (o.kind == request::kind::exists && r.ec == zk_errc::no_node))) {
         const int kind = o.kind == request::kind::get_children ? child_kind
                          : o.kind == request::kind::exists     ? exist_kind
                                                                : data_kind;
