@@ -73,8 +73,9 @@ struct extras {
     /// to it, and sessions time out after `expiry_timeout` (so that expiry_step() is quick).
     std::uint16_t expiry_port = 0;
     std::chrono::milliseconds expiry_timeout{2000};
-    /// The server's tickTime: it expires a session within its timeout plus one tick.
-    std::chrono::milliseconds tick{200};
+    /// The server's tickTime (server_options::tick_time): it expires a session within its
+    /// timeout plus one tick.
+    std::chrono::milliseconds tick{2000};
 };
 
 class differential {
@@ -117,10 +118,7 @@ public:
         if (pick < 4) {
             what << "close and reopen";
             close(i);
-            open(i);
-            settle();
-            drain_model();
-            check_events(what.str());
+            reopen(i, what.str());
             return;
         }
         request r;
@@ -177,10 +175,7 @@ public:
         const int i = static_cast<int>(rng_.below(3));
         const auto what = "step " + std::to_string(index) + ", session " + std::to_string(i) + ": expired by the server, then reopened";
         expire(i, what);
-        open(i);
-        settle();
-        drain_model();
-        check_events(what);
+        reopen(i, what);
     }
 
     void finish()
@@ -210,6 +205,14 @@ private:
         msid_[i] = model_.open_session(0, timeout_, now_);
         model_owner_[msid_[i]] = i;
     }
+    // Session i opened again after it ended: the events its end caused must agree.
+    void reopen(int i, const std::string& what)
+    {
+        open(i);
+        settle();
+        drain_model();
+        check_events(what);
+    }
     void close(int i)
     {
         bool done = false;
@@ -231,12 +234,12 @@ private:
         const auto until = std::chrono::steady_clock::now() + timeout_ + 3 * x_.tick;
         while (std::chrono::steady_clock::now() < until) io_.run_one_for(50ms);
         proxy_[i]->pass();
-        const auto bound = std::chrono::steady_clock::now() + 20s;
-        while (s_[i]->state() != session_state::expired) {
-            REQUIRE_MESSAGE(s_[i]->state() != session_state::closed, what << ": the session closed");
-            REQUIRE_MESSAGE(std::chrono::steady_clock::now() < bound, what << ": the client was not told of the expiry in 20 s");
-            io_.run_one_for(50ms);
-        }
+        wait_until(
+            [&] {
+                REQUIRE_MESSAGE(s_[i]->state() != session_state::closed, what << ": the session closed");
+                return s_[i]->state() == session_state::expired;
+            },
+            what + ": the client was not told of the expiry in 20 s");
         bool done = false;
         s_[i]->async_close([&](error_code) { done = true; });
         wait(done);
@@ -252,10 +255,14 @@ private:
 
     void wait(bool& done)
     {
+        wait_until([&] { return done; }, "no answer from the real server in 20 s");
+    }
+    template <class Done> void wait_until(Done done, const std::string& timed_out)
+    {
         const auto until = std::chrono::steady_clock::now() + 20s;
-        while (!done) {
+        while (!done()) {
             io_.run_one_for(100ms);
-            REQUIRE_MESSAGE(std::chrono::steady_clock::now() < until, "no answer from the real server in 20 s");
+            REQUIRE_MESSAGE(std::chrono::steady_clock::now() < until, timed_out);
         }
     }
     template <class Start> void run_real(int, Start start)
@@ -592,11 +599,12 @@ TEST_CASE("sim model: sessions the server expires agree with a real server")
 {
     // A tick of 200 ms: sessions of 2 s, each expiry about 2.6 s of real time. One run of 200
     // random steps, a session expired after every 40th.
-    zklock::test::zk_server server({.tick_time = 200ms});
+    constexpr auto tick = 200ms;
+    zklock::test::zk_server server({.tick_time = tick});
     const std::uint64_t base = env_u64("ZKLOCK_SIM_DIFF_SEED", std::random_device{}());
     std::cout << "sim model with expiry: 1 run of 200 steps and 5 expiries from seed " << base
               << " (ZKLOCK_SIM_DIFF_SEED=" << base << ")" << std::endl;
-    differential d(base, server.connect_string(), {.expiry_port = server.port()});
+    differential d(base, server.connect_string(), {.expiry_port = server.port(), .tick = tick});
     for (int k = 0; k < 200; ++k) {
         d.step(k);
         if (k % 40 == 39) d.expiry_step(k);
