@@ -27,25 +27,14 @@
 namespace zklock::detail {
 
 session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
-    : ex_(std::move(ex)), cfg_(std::move(cfg)), log_(std::make_shared<log_sink>(cfg_.logger, cfg_.logger_level)), fsm_(cfg_.session_timeout, cfg_.reconnect_on_expiry),
-      desc_(ex_), timer_(ex_), connect_timer_(ex_), presume_timer_(ex_), probe_timer_(ex_),
+    : ex_(std::move(ex)), cfg_(std::move(cfg)), log_(std::make_shared<log_sink>(cfg_.logger, cfg_.logger_level)), core_(*this, *this, cfg_.session_timeout, cfg_.reconnect_on_expiry),
+      desc_(ex_), timer_(ex_), connect_timer_(ex_),
       // After the I/O objects above, which register the reactor: an execution context shuts its
       // services down newest first, so the close thread is joined before the reactor destroys the
       // waits still pending (a close's wait holds the results of the C callbacks).
       closer_(asio::use_service<close_service>(asio::query(ex_, asio::execution::context)))
 {
     closer_.enroll(this);
-    // The hook runs inside a recipe's step: its effects are applied from a posted handler, but the
-    // evidence clock starts now (session_fsm::on_engaged).
-    metrics_.on_engagement_change([this](bool engaged) {
-        auto e = fsm_.on_engaged(engaged, clock::now());
-        asio::post(ex_, [w = weak_from_this(), e, engaged] {
-            if (auto self = w.lock()) {
-                self->apply(e);
-                self->on_engagement(engaged);
-            }
-        });
-    });
 }
 
 session_impl::~session_impl()
@@ -66,15 +55,6 @@ void session_impl::enqueue(std::unique_ptr<c_event> e)
 {
     completed_bytes_ += e->bytes;
     completed_.push_back(std::move(e));
-}
-
-error_code session_impl::no_handle_error() const
-{
-    switch (state()) {
-    case session_state::closed: return errc::session_closed;
-    case session_state::expired: return errc::session_expired;
-    default: return errc::not_connected;
-    }
 }
 
 const ACL_vector* session_impl::node_acl() const noexcept
@@ -119,7 +99,7 @@ void session_impl::on_tls_refused(error_code ec)
     // Every server refused the handshake, for a reason that retrying does not change by itself:
     // an async_connect waiting for a first connection is told now, not at its timeout.
     if (state() != session_state::connecting || connect_waiters_.empty()) return;
-    apply(fsm_.on_connect_timeout(ec));
+    core_.apply(core_.fsm_events().on_connect_timeout(ec));
 }
 
 error_code session_impl::start_handle()
@@ -164,39 +144,22 @@ error_code session_impl::start_handle()
     if (!cfg_.digest_auth.empty())
         zoo_add_auth(zh_, "digest", cfg_.digest_auth.data(), static_cast<int>(cfg_.digest_auth.size()),
                      &noop_void_completion, nullptr);
-    apply(fsm_.on_handle_started());
+    core_.apply(core_.fsm_events().on_handle_started());
     drive();
     return {};
 }
 
 // ---- session events -----------------------------------------------------------------------------
 
-void session_impl::apply(const session_effects& e)
+void session_impl::apply_io(const session_effects& e)
 {
-    // State first, then the upcalls: a handler may run inline and look at state().
     if (e.cancel_connect_timer) connect_timer_.cancel();
-    if (e.cancel_presume) {
-        presume_timer_.cancel();
-        presume_armed_.reset();
-    }
-    // A later deadline waits for the armed one, which asks the fsm again: evidence arrives with
-    // every write, and moving the timer for each would cost a timer operation per reply.
-    if (e.presume_at && (!presume_armed_ || *e.presume_at < *presume_armed_)) {
-        presume_armed_ = *e.presume_at;
-        presume_timer_.expires_at(*e.presume_at);
-        presume_timer_.async_wait([self = shared_from_this()](error_code ec) {
-            if (ec) return;
-            self->presume_armed_.reset();
-            self->apply(self->fsm_.on_presume_timer(clock::now()));
-        });
-    }
-    if (state() == session_state::closed) probe_timer_.cancel();
     if (e.close_handle) {
         restart_pending_ = false;
         close_handle_inline();  // never connected, expired or refused: sends nothing, does not block
     }
-    if (e.state_changed) log_state();
     if (e.state_changed) {
+        log_state();
         auto waiters = std::move(state_waiters_);
         state_waiters_.clear();
         for (auto& w : waiters) w({}, state());
@@ -207,31 +170,9 @@ void session_impl::apply(const session_effects& e)
         connect_waiters_.clear();
         for (auto& [id, w] : cw) w(*e.connects);
     }
-    if (e.settle_waiters) {
-        auto waiters = std::move(connected_waiters_);
-        connected_waiters_.clear();
-        for (auto& [gen, w] : waiters) {
-            auto outcome = e.waiters_error ? e.waiters_error : fsm_.check_connected(gen);
-            if (outcome) w(*outcome);
-            else connected_waiters_.emplace_back(gen, std::move(w));
-        }
-    }
-    if (e.fail_watches) watches_.fail_all(*e.fail_watches);
-    if (e.state_changed || e.observers_changed) notify_observers();
-    // Back on a connection while engaged: ask the leader at once, to end a doubt soon.
-    if (e.state_changed && state() == session_state::connected && fsm_.engaged()) send_probe();
-    if (e.presumed_expired) {
-        metrics_.presumed_expiry();
-        log_->event(log_level::warning, "session presumed expired: no answer the leader vouches for within the session "
-                                        "timeout; its leases are lost");
-        // While they are told (a handler may run inline), a read of a lease not told yet reads lost.
-        ++presumptions_untold_;
-        auto copy = observers_;
-        for (auto& w : copy)
-            if (auto o = w.lock()) o->on_presumed_expired();
-        --presumptions_untold_;
-    }
 }
+
+void session_impl::fail_watches(error_code ec) { watches_.fail_all(ec); }
 
 void session_impl::log_state()
 {
@@ -274,90 +215,31 @@ void session_impl::on_watcher(int type, int zstate, std::string path)
         reconnect_at_ = {};
         refused_ = {};
         tls_only_.clear();
-        apply(fsm_.on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
+        core_.apply(core_.fsm_events().on_connected(id ? id->client_id : 0, std::chrono::milliseconds(zoo_recv_timeout(zh_)), clock::now()));
         follow_ensemble();
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         metrics_.expiry();
-        auto e = fsm_.on_expired();
+        auto e = core_.fsm_events().on_expired();
         // This runs from the queue of completions: the handle is closed (and a fresh one started)
         // once the queue is done (after_process).
         restart_pending_ = e.close_handle;
         restart_starts_ = e.start_handle;
         e.close_handle = e.start_handle = false;
-        apply(e);
+        core_.apply(e);
     } else if (zstate == ZOO_AUTH_FAILED_STATE) {
-        apply(fsm_.on_auth_failed());
+        core_.apply(core_.fsm_events().on_auth_failed());
     } else {
-        apply(fsm_.on_connection_lost());
+        core_.apply(core_.fsm_events().on_connection_lost());
     }
-}
-
-void session_impl::notify_observers()
-{
-    std::erase_if(observers_, [](const std::weak_ptr<session_observer>& w) { return w.expired(); });
-    auto copy = observers_;
-    for (auto& w : copy)
-        if (auto o = w.lock()) o->on_session_state(fsm_.observed_state(), generation());
 }
 
 // ---- the leader probe ---------------------------------------------------------------------------
 
-void session_impl::leader_request(request_base& r)
-{
-    r.leader_sent = last_leader_send_ = clock::now();
-}
+void session_impl::leader_request(request_base& r) { r.leader_sent = core_.leader_request(); }
 
 void request_base::confirm_leader() const
 {
     if (!ec && leader_sent != std::chrono::steady_clock::time_point{}) s->on_leader_answer(leader_sent);
-}
-
-session_reading session_impl::read_now()
-{
-    const auto now = clock::now();
-    if (fsm_.due(now)) {
-        // The timer is due but has not run (the executor was busy, or it is just due): decide now
-        // what it would decide, and tell from a posted handler, never inside a query.
-        auto e = fsm_.on_presume_timer(now);
-        if (e.presumed_expired) ++presumptions_untold_;
-        asio::post(ex_, [w = weak_from_this(), e] {
-            auto self = w.lock();
-            if (!self) return;
-            self->apply(e);
-            if (e.presumed_expired) --self->presumptions_untold_;
-        });
-    }
-    return {fsm_.observed_state(), fsm_.generation(), presumptions_untold_ > 0 || fsm_.presumed(), fsm_.valid_until()};
-}
-
-void session_impl::on_leader_answer(clock::time_point sent)
-{
-    apply(fsm_.on_leader_confirmed(sent, clock::now()));
-}
-
-void session_impl::on_engagement(bool engaged)
-{
-    if (fsm_.engaged()) arm_probe();
-    else if (!engaged) probe_timer_.cancel();  // nothing to probe for: no timer keeps run() busy
-}
-
-void session_impl::arm_probe()
-{
-    if (probe_waiting_ || !fsm_.engaged()) return;
-    probe_waiting_ = true;
-    probe_timer_.expires_at(last_leader_send_ + fsm_.probe_interval());
-    probe_timer_.async_wait([self = shared_from_this()](error_code ec) {
-        self->probe_waiting_ = false;
-        const auto now = clock::now();
-        if (!ec && self->fsm_.engaged() && now >= self->last_leader_send_ + self->fsm_.probe_interval()) {
-            self->send_probe();
-            // Not connected: nothing was sent; look again an interval later (a reconnect probes
-            // at once, see apply()).
-            if (self->last_leader_send_ < now) self->last_leader_send_ = now;
-        }
-        // Cancelled when the engagement ended; it may have started again since.
-        if (self->state() != session_state::closed) self->arm_probe();
-    });
 }
 
 void session_impl::send_probe()
@@ -373,18 +255,6 @@ void session_impl::send_probe()
     const log_scope scope(log_.get());
     const int rc = zoo_async(zh_, "/", &on_sync, r.get());
     submit(std::move(r), rc, request_type::sync);
-}
-
-void session_impl::subscribe(std::weak_ptr<session_observer> o)
-{
-    // Expired observers are dropped in one pass once the list has doubled since the last: O(1)
-    // amortized per subscription, with tens of thousands of leases held (every user of the list
-    // skips an expired entry).
-    if (observers_.size() >= observers_prune_at_) {
-        std::erase_if(observers_, [](const std::weak_ptr<session_observer>& w) { return w.expired(); });
-        observers_prune_at_ = std::max<std::size_t>(64, 2 * observers_.size());
-    }
-    observers_.push_back(std::move(o));
 }
 
 void session_impl::register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w)
@@ -415,7 +285,7 @@ std::uint64_t session_impl::connect(void_cb cb)
             if (ec || self->state() == session_state::connected) return;
             error_code why = self->refused_;
             if (!why) why = self->tls_last_refusal_;
-            self->apply(self->fsm_.on_connect_timeout(why));
+            self->core_.apply(self->core_.fsm_events().on_connect_timeout(why));
         });
     }
     return id;
@@ -429,7 +299,7 @@ void session_impl::cancel_connect(std::uint64_t id)
     connect_waiters_.erase(it);
     if (connect_waiters_.empty()) {
         connect_timer_.cancel();
-        apply(fsm_.on_connect_abandoned());
+        core_.apply(core_.fsm_events().on_connect_abandoned());
     }
     cb(asio::error::operation_aborted);
 }
@@ -437,13 +307,6 @@ void session_impl::cancel_connect(std::uint64_t id)
 void session_impl::wait_state_change(unique_function<void(error_code, session_state)> cb)
 {
     state_waiters_.push_back(std::move(cb));
-}
-
-void session_impl::wait_connected(std::uint64_t generation, void_cb cb)
-{
-    if (auto outcome = fsm_.check_connected(generation))
-        return asio::post(ex_, [cb = std::move(cb), ec = *outcome]() mutable { cb(ec); });
-    connected_waiters_.emplace_back(generation, std::move(cb));
 }
 
 namespace {
@@ -472,7 +335,7 @@ void session_impl::close(void_cb cb)
         asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
         return;
     }
-    apply(fsm_.on_close());
+    core_.apply(core_.fsm_events().on_close());
 
     // The C client's close sends the close request and waits (poll) for the server's reply. Keep
     // that off the executor: the close_service's thread owns the handle from here on.
@@ -534,15 +397,10 @@ void session_impl::close(void_cb cb)
 
 zhandle_t* session_impl::shut_down(graveyard& g)
 {
-    if (!shut_down_) {
-        shut_down_ = true;
-        (void)fsm_.on_close();  // closed; the effects (handlers to call) are what is dropped here
-    }
+    shut_down_ = true;
     zhandle_t* zh = detach_handle();
     for (auto& [id, w] : connect_waiters_) g.bury(std::move(w));
     connect_waiters_.clear();
-    for (auto& [gen, w] : connected_waiters_) g.bury(std::move(w));
-    connected_waiters_.clear();
     for (auto& w : state_waiters_) g.bury(std::move(w));
     state_waiters_.clear();
     for (auto& e : completed_) {
@@ -552,9 +410,8 @@ zhandle_t* session_impl::shut_down(graveyard& g)
     completed_.clear();
     completed_bytes_ = 0;
     watches_.abandon(g);
-    auto observers = observers_;
-    for (auto& w : observers)
-        if (auto o = w.lock()) o->on_shutdown(g);
+    // Closed, those waiting for a connection buried, the observers told.
+    core_.shut_down(g);
     return zh;
 }
 
@@ -635,7 +492,7 @@ template <class Req> void session_impl::submit(std::unique_ptr<Req> r, int rc, r
         return;
     }
     // A synchronous failure: the callback never runs.
-    refuse(std::move(r), (rc == ZINVALIDSTATE && state() != session_state::connected) ? no_handle_error() : make_zk_error(rc));
+    refuse(std::move(r), (rc == ZINVALIDSTATE && state() != session_state::connected) ? core_.no_handle_error() : make_zk_error(rc));
 }
 
 namespace {
@@ -653,7 +510,7 @@ template <class Req> std::unique_ptr<Req> make_req(session_impl* s, auto cb)
 void session_impl::create(const std::string& path, std::string_view data, create_mode mode, create_cb cb)
 {
     auto r = make_req<create_req>(this, std::move(cb));
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     const struct ACL_vector* acl = node_acl();
     leader_request(*r);
@@ -667,7 +524,7 @@ void session_impl::create(const std::string& path, std::string_view data, create
 void session_impl::sync(const std::string& path, void_cb cb)
 {
     auto r = make_req<void_req>(this, std::move(cb));
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     leader_request(*r);
     begin_request();
     const log_scope scope(log_.get());
@@ -678,7 +535,7 @@ void session_impl::sync(const std::string& path, void_cb cb)
 void session_impl::remove(const std::string& path, std::int32_t version, void_cb cb)
 {
     auto r = make_req<void_req>(this, std::move(cb));
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     leader_request(*r);
     begin_request();
     const log_scope scope(log_.get());
@@ -691,7 +548,7 @@ void session_impl::exists(const std::string& path, std::shared_ptr<watch_state> 
     auto r = make_req<exists_req>(this, std::move(cb));
     r->w = std::move(w);
     r->path = path;
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aexists(zh_, path.c_str(), r->w ? 1 : 0, &on_exists, r.get());
@@ -703,7 +560,7 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
     auto r = make_req<data_req>(this, std::move(cb));
     r->w = std::move(w);
     r->path = path;
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget(zh_, path.c_str(), r->w ? 1 : 0, &on_data, r.get());
@@ -715,7 +572,7 @@ void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
     auto r = make_req<data_req>(this, std::move(cb));
     r->w = std::move(w);
     r->path = ZOO_CONFIG_NODE;  // the path its watch's events carry, with or without a chroot
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_agetconfig(zh_, r->w ? 1 : 0, &on_data, r.get());
@@ -725,7 +582,7 @@ void session_impl::get_config(std::shared_ptr<watch_state> w, data_cb cb)
 void session_impl::set_data(const std::string& path, std::string_view data, std::int32_t version, set_cb cb)
 {
     auto r = make_req<set_req>(this, std::move(cb));
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     if (auto ec = check_request_size(path.size(), data.size())) return refuse(std::move(r), ec);
     leader_request(*r);
     begin_request();
@@ -739,7 +596,7 @@ void session_impl::get_children(const std::string& path, std::shared_ptr<watch_s
     auto r = make_req<children_req>(this, std::move(cb));
     r->w = std::move(w);
     r->path = path;
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, path.c_str(), r->w ? 1 : 0, &on_children, r.get());
@@ -751,7 +608,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
     auto r = make_req<multi_req>(this, std::move(cb));
     const std::size_t n = ops.size();
     r->n_ops = n;
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     std::size_t path_bytes = 0, data_bytes = 0;
     for (const auto& op : ops) {
         path_bytes += op.path.size();
@@ -798,7 +655,7 @@ void session_impl::multi(const std::vector<multi_op>& ops, multi_cb cb)
 void session_impl::list_children(const std::string& path, names_cb cb)
 {
     auto r = make_req<names_req>(this, std::move(cb));
-    if (!zh_) return refuse(std::move(r), no_handle_error());
+    if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());
     const int rc = zoo_aget_children(zh_, path.c_str(), 0, &on_names, r.get());

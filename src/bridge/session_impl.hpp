@@ -1,8 +1,10 @@
 // The ZooKeeper bridge: one zhandle_t of the single-threaded C client, driven by the Asio reactor.
 //
 // The session is split along its seams:
-//   session_fsm.{hpp,cpp}     its state (sans-io): states, generations, presumed expiry, and what
-//                             becomes of those waiting for a connection
+//   port/session_core         what the session decides, as under every port: its state
+//                             (session_fsm), presumed expiry, the leader probe, the observers and
+//                             those waiting for a connection; this class feeds it the C client's
+//                             events and does its I/O (session_io)
 //   zk_requests.{hpp,cpp}     the C client's side: request objects and the C callbacks
 //   session_io.cpp            the reactor loop (below)
 //   session_servers.cpp       the server list: set_servers, and following the ensemble's config
@@ -24,7 +26,7 @@
 // operations talk to: the bridge knows nothing of the recipes.
 #pragma once
 
-#include "bridge/session_fsm.hpp"
+#include "port/session_core.hpp"
 #include "bridge/watch_table.hpp"
 #include "bridge/client_io.hpp"
 #include "bridge/zk_requests.hpp"
@@ -57,25 +59,25 @@ namespace zklock::detail {
 class close_service;
 class tls_context;
 
-class session_impl final : public zk_port, public std::enable_shared_from_this<session_impl> {
+class session_impl final : public zk_port, private session_io, public std::enable_shared_from_this<session_impl> {
 public:
     session_impl(asio::any_io_executor ex, session_config cfg);
     ~session_impl() override;
 
     // zk_port
     const asio::any_io_executor& executor() const noexcept override { return ex_; }
-    session_state state() const noexcept override { return fsm_.state(); }
-    std::uint64_t generation() const noexcept override { return fsm_.generation(); }
+    session_state state() const noexcept override { return core_.fsm().state(); }
+    std::uint64_t generation() const noexcept override { return core_.fsm().generation(); }
     std::uint64_t connections() const noexcept override { return connections_; }
-    std::int64_t session_id() const noexcept override { return fsm_.session_id(); }
+    std::int64_t session_id() const noexcept override { return core_.fsm().session_id(); }
     /// A third of the session timeout, when an engaged session starts to doubt its server
     /// (session_fsm).
-    clock::duration answer_deadline() const noexcept override { return fsm_.answer_deadline(); }
+    clock::duration answer_deadline() const noexcept override { return core_.fsm().answer_deadline(); }
     std::size_t max_request_bytes() const noexcept override { return cfg_.max_request_bytes; }
     const log_sink& log() const noexcept override { return *log_; }
-    session_reading read_now() override;
-    void wait_connected(std::uint64_t generation, void_cb cb) override;
-    void subscribe(std::weak_ptr<session_observer> o) override;
+    session_reading read_now() override { return core_.read_now(); }
+    void wait_connected(std::uint64_t generation, void_cb cb) override { core_.wait_connected(generation, std::move(cb)); }
+    void subscribe(std::weak_ptr<session_observer> o) override { core_.subscribe(std::move(o)); }
     // Requests. The callback runs on the session executor, after zookeeper_process returned.
     void create(const std::string& path, std::string_view data, create_mode mode, create_cb cb) override;
     void remove(const std::string& path, std::int32_t version, void_cb cb) override;
@@ -88,7 +90,7 @@ public:
     void sync(const std::string& path, void_cb cb) override;
 
     const session_config& config() const noexcept { return cfg_; }
-    std::chrono::milliseconds negotiated_timeout() const noexcept { return fsm_.negotiated_timeout(); }
+    std::chrono::milliseconds negotiated_timeout() const noexcept { return core_.fsm().negotiated_timeout(); }
     bool has_auth() const noexcept { return !cfg_.digest_auth.empty(); }
     /// The ACL of the nodes the session creates: with digest auth, the creator's alone; with a
     /// TLS client certificate (its x509 identity), the creator's, and reading for anyone; else
@@ -123,7 +125,7 @@ public:
     // For the C callbacks (zk_requests.cpp).
     void enqueue(std::unique_ptr<c_event> e);
     /// A request only the leader answers, sent at `sent`, was answered without error.
-    void on_leader_answer(clock::time_point sent);
+    void on_leader_answer(clock::time_point sent) { core_.on_leader_answer(sent); }
     void on_watcher(int type, int zstate, std::string path);
     void register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w);
 
@@ -132,10 +134,14 @@ private:
     /// Starts a C handle; on failure (zh_ stays null) why: errc::unresolvable_host when no host
     /// name of the list resolved, else a system error.
     error_code start_handle();
-    void apply(const session_effects& e);
+    // session_io: the effects of the core's decisions on the C handle, its waiters and watches.
+    void apply_io(const session_effects& e) override;
+    void fail_watches(error_code ec) override;
+    /// A sync to the leader, if connected (the leader probe: session_core).
+    void send_probe() override;
+    std::weak_ptr<void> owner() override { return weak_from_this(); }
     /// Tells the log of the state the session just entered.
     void log_state();
-    void notify_observers();
     void close_handle_inline();
     /// The read end of a fresh pipe (its write end in `write_end`), or null if there is none.
     std::shared_ptr<asio::posix::stream_descriptor> close_signal(int& write_end);
@@ -143,12 +149,6 @@ private:
     template <class Req> void submit(std::unique_ptr<Req> r, int rc, request_type type);
     /// Marks `r` as a request only the leader answers, sent now.
     void leader_request(request_base& r);
-    // The leader probe: while engaged, a sync goes out whenever no leader request did for
-    // fsm_.probe_interval().
-    void on_engagement(bool engaged);
-    void arm_probe();
-    void send_probe();
-    error_code no_handle_error() const;
 
     // session_servers.cpp: the server list
     /// A server's address, as resolved for the C client.
@@ -216,7 +216,7 @@ private:
     asio::any_io_executor ex_;
     session_config cfg_;
     std::shared_ptr<log_sink> log_;  // shared with the close thread's job
-    session_fsm fsm_;
+    session_core core_;
     zhandle_t* zh_ = nullptr;
 
     // the reactor loop
@@ -255,19 +255,10 @@ private:
 
     // the state's timers and waiters
     asio::steady_timer connect_timer_;
-    asio::steady_timer presume_timer_;
-    std::optional<clock::time_point> presume_armed_;  // when presume_timer_ fires, if it waits
-    std::size_t presumptions_untold_ = 0;  // presumptions made whose observers are not all told yet
-    asio::steady_timer probe_timer_;
-    bool probe_waiting_ = false;
-    clock::time_point last_leader_send_{};
     std::uint64_t next_connect_id_ = 0;
     std::vector<std::pair<std::uint64_t, void_cb>> connect_waiters_;
-    std::vector<std::pair<std::uint64_t, void_cb>> connected_waiters_;
     std::vector<unique_function<void(error_code, session_state)>> state_waiters_;
     watch_table watches_;
-    std::vector<std::weak_ptr<session_observer>> observers_;
-    std::size_t observers_prune_at_ = 64;  // subscribe() drops expired observers at this size
     bool shut_down_ = false;       // see shut_down()
     bool restart_starts_ = false;  // with restart_pending_: start a fresh handle (reconnect_on_expiry)
     bool was_connected_ = false;   // a connection was established before: the next one is a reconnect

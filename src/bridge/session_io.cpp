@@ -291,7 +291,7 @@ void session_impl::process(int events)
     const log_scope scope(log_.get());
     if (events & ZOOKEEPER_WRITE) chan_->flush();
     if ((events & ZOOKEEPER_READ) && !readable()) events &= ~ZOOKEEPER_READ;
-    if (events & ZOOKEEPER_READ) fsm_.on_heard(clock::now());
+    if (events & ZOOKEEPER_READ) core_.fsm_events().on_heard(clock::now());
     if ((events & ZOOKEEPER_READ) && !handshake_checked_ && zoo_state(zh_) == ZOO_ASSOCIATING_STATE) {
         handshake_checked_ = true;
         if (!handshake_plausible()) refuse_peer();

@@ -450,7 +450,8 @@ private:
             if (internal_) ls->set_unmetered();
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
-            if (s_->read_now().presumed) {
+            const auto reading = s_->read_now();
+            if (reading.presumed) {
                 // Granted on what the server said before the session was presumed expired (a late
                 // event, an executor that stalled): the leader may have expired the session, and
                 // another waiter may hold the lock. As for a holder presumed expired: the node is
@@ -459,8 +460,8 @@ private:
                 ls->on_presumed_expired();
                 ls.reset();
                 ec = errc::session_expired;
-            } else if (s_->state() != session_state::connected) {
-                ls->on_session_state(s_->state(), s_->generation());
+            } else {
+                ls->on_granted(reading);
             }
         }
         report_finished(ec);

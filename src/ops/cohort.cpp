@@ -240,7 +240,7 @@ private:
             });
         }, inner_);  // a request already seen on our node, or one to come, reaches it through inner_
         s_->subscribe(ls);
-        if (s_->state() != session_state::connected) ls->on_session_state(s_->state(), s_->generation());
+        ls->on_granted(s_->read_now());
         holders_.emplace(id, ls);
         s_->metrics().acquire_finished(policy_.kind(), *dir_, {}, now - w.started, false, false);
         s_->metrics().cohort_grant(n == 1);

@@ -25,6 +25,10 @@ public:
     void start(std::shared_ptr<watch_state> adopted, bool revoke_seen);
     // session_observer: the session tells us of suspension, reconnection and loss.
     void on_session_state(session_state st, std::uint64_t generation) override;
+    /// Granted while the session reads `r` (one reading, zk_port::read_now): the lease records
+    /// the state it says (a doubt is suspended), so that the observers' later notice (the doubt
+    /// ends: connected) is a change the lease and its status waiters hear.
+    void on_granted(const session_reading& r) { on_session_state(r.state, r.generation); }
     void on_presumed_expired() override;
     void on_shutdown(graveyard& g) override;
     /// Deletes the node (retried across connection loss). `cb` may be empty (background release).

@@ -43,23 +43,9 @@ private:
 
 sim_port::sim_port(port_env env, int client, asio::io_context& io, sim_clock::duration session_timeout)
     : env_(std::move(env)), client_(client), io_(io), ex_(io.get_executor()), timeout_(session_timeout),
-      fsm_(std::chrono::duration_cast<std::chrono::milliseconds>(session_timeout), true)
+      core_(*this, *this, std::chrono::duration_cast<std::chrono::milliseconds>(session_timeout), true)
 {
-    presume_timer_ = make_timer();
-    probe_timer_ = make_timer();
     ping_timer_ = make_timer();
-    // As session_impl: the evidence clock starts inside the recipe's step, the effects are
-    // applied from a posted handler.
-    metrics_.on_engagement_change([this](bool engaged) {
-        auto e = fsm_.on_engaged(engaged, now());
-        if (shut_) return;
-        asio::post(ex_, [w = weak_from_this(), e, engaged] {
-            if (auto self = w.lock()) {
-                self->apply(e);
-                self->on_engagement(engaged);
-            }
-        });
-    });
 }
 
 sim_port::~sim_port() { drop_extensions(); }
@@ -68,108 +54,14 @@ std::unique_ptr<detail::port_timer> sim_port::make_timer() { return std::make_un
 
 // ---- the session ---------------------------------------------------------------------------------
 
-detail::session_reading sim_port::read_now()
+void sim_port::apply_io(const session_effects& e)
 {
-    const auto t = now();
-    if (fsm_.due(t) && !shut_) {
-        auto e = fsm_.on_presume_timer(t);
-        if (e.presumed_expired) ++presumptions_untold_;
-        asio::post(ex_, [w = weak_from_this(), e] {
-            auto self = w.lock();
-            if (!self) return;
-            self->apply(e);
-            if (e.presumed_expired) --self->presumptions_untold_;
-        });
-    }
-    return {fsm_.observed_state(), fsm_.generation(), presumptions_untold_ > 0 || fsm_.presumed(), fsm_.valid_until()};
-}
-
-void sim_port::wait_connected(std::uint64_t generation, detail::void_cb cb)
-{
-    if (shut_) return;  // let go of, never called
-    if (auto outcome = fsm_.check_connected(generation))
-        return asio::post(ex_, [cb = std::move(cb), ec = *outcome]() mutable { cb(ec); });
-    connected_waiters_.emplace_back(generation, std::move(cb));
-}
-
-void sim_port::subscribe(std::weak_ptr<detail::session_observer> o) { observers_.push_back(std::move(o)); }
-
-void sim_port::apply(const session_effects& e)
-{
-    if (e.cancel_presume) {
-        presume_timer_->cancel();
-        presume_armed_.reset();
-    }
-    if (e.presume_at && (!presume_armed_ || *e.presume_at < *presume_armed_)) {
-        presume_armed_ = *e.presume_at;
-        presume_timer_->start(*e.presume_at > now() ? *e.presume_at - now() : sim_clock::duration::zero(),
-                              [w = weak_from_this()] {
-                                  auto self = w.lock();
-                                  if (!self) return;
-                                  self->presume_armed_.reset();
-                                  self->apply(self->fsm_.on_presume_timer(self->now()));
-                              });
-    }
-    if (e.settle_waiters) {
-        auto waiters = std::move(connected_waiters_);
-        connected_waiters_.clear();
-        for (auto& [gen, w] : waiters) {
-            auto outcome = e.waiters_error ? e.waiters_error : fsm_.check_connected(gen);
-            if (outcome) w(*outcome);
-            else connected_waiters_.emplace_back(gen, std::move(w));
-        }
-    }
-    if (e.fail_watches) fail_watches(*e.fail_watches);
-    if (e.state_changed || e.observers_changed) notify_observers();
-    if (e.state_changed && fsm_.state() == session_state::connected && fsm_.engaged()) send_probe();
-    if (e.presumed_expired) {
-        if (env_.trace) env_.trace("c" + std::to_string(client_) + " presumes its session expired");
-        ++presumptions_untold_;
-        auto copy = observers_;
-        for (auto& w : copy)
-            if (auto o = w.lock()) o->on_presumed_expired();
-        --presumptions_untold_;
-    }
-}
-
-void sim_port::notify_observers()
-{
-    std::erase_if(observers_, [](const std::weak_ptr<detail::session_observer>& w) { return w.expired(); });
-    auto copy = observers_;
-    for (auto& w : copy)
-        if (auto o = w.lock()) o->on_session_state(fsm_.observed_state(), fsm_.generation());
-}
-
-void sim_port::on_engagement(bool engaged)
-{
-    if (fsm_.engaged()) arm_probe();
-    else if (!engaged) {
-        probe_timer_->cancel();
-        probe_waiting_ = false;
-    }
-}
-
-void sim_port::arm_probe()
-{
-    if (probe_waiting_ || !fsm_.engaged()) return;
-    probe_waiting_ = true;
-    const auto at = last_leader_send_ + fsm_.probe_interval();
-    probe_timer_->start(at > now() ? at - now() : sim_clock::duration::zero(), [w = weak_from_this()] {
-        auto self = w.lock();
-        if (!self) return;
-        self->probe_waiting_ = false;
-        const auto t = self->now();
-        if (self->fsm_.engaged() && t >= self->last_leader_send_ + self->fsm_.probe_interval()) {
-            self->send_probe();
-            if (self->last_leader_send_ < t) self->last_leader_send_ = t;
-        }
-        if (self->fsm_.state() != session_state::closed) self->arm_probe();
-    });
+    if (e.presumed_expired && env_.trace) env_.trace("c" + std::to_string(client_) + " presumes its session expired");
 }
 
 void sim_port::send_probe()
 {
-    if (fsm_.state() != session_state::connected || !link_up_) return;
+    if (core_.fsm().state() != session_state::connected || !link_up_) return;
     request r;
     r.type = request::kind::sync;
     r.path = "/";
@@ -186,32 +78,23 @@ void sim_port::arm_ping()
         if (self->link_up_ && self->sid_ != 0) {
             // The server answers a ping itself (a follower too, cut off or not).
             self->env_.model->touch(self->sid_, self->now());
-            self->fsm_.on_heard(self->now());
+            self->core_.fsm_events().on_heard(self->now());
         }
-        if (self->fsm_.state() != session_state::closed) self->arm_ping();
+        if (self->core_.fsm().state() != session_state::closed) self->arm_ping();
     });
-}
-
-error_code sim_port::no_handle_error() const
-{
-    switch (fsm_.state()) {
-    case session_state::closed: return errc::session_closed;
-    case session_state::expired: return errc::session_expired;
-    default: return errc::not_connected;
-    }
 }
 
 // ---- the connection --------------------------------------------------------------------------------
 
 void sim_port::start()
 {
-    apply(fsm_.on_handle_started());
+    core_.apply(core_.fsm_events().on_handle_started());
     arm_ping();
 }
 
 bool sim_port::wants_connection() const noexcept
 {
-    const auto st = fsm_.state();
+    const auto st = core_.fsm().state();
     return !link_up_ && (st == session_state::connecting || st == session_state::suspended);
 }
 
@@ -220,7 +103,7 @@ bool sim_port::try_connect(int server)
     if (!wants_connection()) return link_up_;
     auto& m = *env_.model;
     const std::string who = "c" + std::to_string(client_);
-    if (fsm_.state() == session_state::suspended && sid_ != 0) {
+    if (core_.fsm().state() == session_state::suspended && sid_ != 0) {
         std::vector<std::string> paths[3];
         for (int k = 0; k < 3; ++k)
             for (auto& [p, list] : watches_[k])
@@ -234,12 +117,12 @@ bool sim_port::try_connect(int server)
         if (r.expired) {
             if (env_.trace) env_.trace(who + " reconnects to s" + std::to_string(server) + ": session expired");
             sid_ = 0;
-            auto e = fsm_.on_expired();
+            auto e = core_.fsm_events().on_expired();
             const bool fresh = e.start_handle;
             e.close_handle = e.start_handle = false;
             fail_all(zk_errc::session_expired);
-            apply(e);
-            if (fresh) apply(fsm_.on_handle_started());
+            core_.apply(e);
+            if (fresh) core_.apply(core_.fsm_events().on_handle_started());
             return false;
         }
         link_up_ = true;
@@ -261,7 +144,7 @@ bool sim_port::try_connect(int server)
     auto waiting = std::move(unsent_);
     unsent_.clear();
     for (auto& [o, r] : waiting) submit(std::move(o), std::move(r));
-    apply(fsm_.on_connected(sid_, std::chrono::duration_cast<std::chrono::milliseconds>(timeout_), now()));
+    core_.apply(core_.fsm_events().on_connected(sid_, std::chrono::duration_cast<std::chrono::milliseconds>(timeout_), now()));
     return link_up_;
 }
 
@@ -272,12 +155,12 @@ void sim_port::connection_lost()
     if (sid_ != 0) env_.model->disconnect(sid_);
     if (env_.trace) env_.trace("c" + std::to_string(client_) + " lost its connection");
     fail_all(zk_errc::connection_loss);
-    if (fsm_.state() == session_state::connected) apply(fsm_.on_connection_lost());
+    if (core_.fsm().state() == session_state::connected) core_.apply(core_.fsm_events().on_connection_lost());
 }
 
 void sim_port::close()
 {
-    if (fsm_.state() == session_state::closed) return;
+    if (core_.fsm().state() == session_state::closed) return;
     if (link_up_ && sid_ != 0) {
         request r;
         r.type = request::kind::close;
@@ -285,8 +168,7 @@ void sim_port::close()
     }
     fail_all(errc::session_closed);
     link_up_ = false;
-    apply(fsm_.on_close());
-    probe_timer_->cancel();
+    core_.apply(core_.fsm_events().on_close());
     ping_timer_->cancel();
 }
 
@@ -295,19 +177,14 @@ void sim_port::shut_down()
     // From now on every request, wait and post is let go of at once, never called: what is
     // destroyed later (a handler holding a lease, whose destructor releases) finds nothing to
     // hold on to, and nothing is posted to an io_context that may be gone.
-    shut_ = true;
     detail::graveyard g;
-    auto copy = observers_;
-    for (auto& w : copy)
-        if (auto o = w.lock()) o->on_shutdown(g);
+    core_.shut_down(g);  // closed; observers bury what they hold, waits for a connection go
     for (int round = 0; round < 8 && !g.empty(); ++round) g.clear();
     for (int round = 0; round < 8; ++round) {
         auto a = std::move(in_flight_);
         auto b = std::move(unsent_);
-        auto c = std::move(connected_waiters_);
         in_flight_.clear();
         unsent_.clear();
-        connected_waiters_.clear();
         // A read in flight holds the watch it would set, whose waiter (an operation) may hold
         // the read's callback in turn: as the bridge's requests do, the watch buries its waiter.
         for (auto& o : a)
@@ -319,11 +196,10 @@ void sim_port::shut_down()
                 for (auto& w : list)
                     if (auto s = w.lock()) s->abandon(g);
         for (auto& k : watches_) k.clear();
+        core_.shut_down(g);
         g.clear();
-        presume_timer_->cancel();
-        probe_timer_->cancel();
         ping_timer_->cancel();
-        if (a.empty() && b.empty() && c.empty()) break;
+        if (a.empty() && b.empty() && g.empty()) break;
     }
     link_up_ = false;
 }
@@ -356,7 +232,7 @@ void sim_port::send(request r, std::shared_ptr<detail::watch_state> w, std::func
     o.watch = std::move(w);
     o.done = std::move(done);
     r.watch = o.watch != nullptr;
-    if (shut_) {
+    if (core_.is_shut_down()) {
         detail::graveyard g;
         if (o.watch) o.watch->abandon(g);
         return;
@@ -366,16 +242,16 @@ void sim_port::send(request r, std::shared_ptr<detail::watch_state> w, std::func
         env_.trace("c" + std::to_string(client_) + " -> #" + std::to_string(o.tag) + " " + names[static_cast<int>(r.type)] + " " +
                    r.path + (r.watch ? " (watch)" : "") + (link_up_ ? "" : " (waits for a connection)"));
     }
-    const auto st = fsm_.state();
+    const auto st = core_.fsm().state();
     if (st == session_state::expired || st == session_state::closed || st == session_state::disconnected) {
         // No handle: refused at once, the callback posted (never inside the call).
         reply rep;
         rep.tag = o.tag;
-        rep.ec = no_handle_error();
+        rep.ec = core_.no_handle_error();
         asio::post(ex_, [o = std::make_shared<outstanding>(std::move(o)), rep] { o->done(rep); });
         return;
     }
-    if (is_leader_request(o.kind)) o.leader_sent = last_leader_send_ = now();
+    if (is_leader_request(o.kind)) o.leader_sent = core_.leader_request();
     if (!link_up_) {
         unsent_.emplace_back(std::move(o), std::move(r));
         return;
@@ -391,7 +267,7 @@ void sim_port::submit(outstanding o, request r)
 
 void sim_port::deliver(message m)
 {
-    fsm_.on_heard(now());
+    core_.fsm_events().on_heard(now());
     if (m.is_event) {
         fire_watches(m.e.type, m.e.path);
         return;
@@ -411,7 +287,7 @@ void sim_port::complete(outstanding& o, const reply& r)
     // registered as its reply is handled, and so is an exists' on a missing node (the C client's
     // exists_result_checker: ZOK to the data watches, ZNONODE to the exist watches; the server
     // set it either way).
-    if (!r.ec && o.leader_sent != sim_clock::time_point{}) apply(fsm_.on_leader_confirmed(o.leader_sent, now()));
+    if (!r.ec && o.leader_sent != sim_clock::time_point{}) core_.on_leader_answer(o.leader_sent);
     if (o.watch && (!r.ec || (o.kind == request::kind::exists && r.ec == zk_errc::no_node))) {
         const int kind = o.kind == request::kind::get_children ? child_kind
                          : o.kind == request::kind::exists     ? exist_kind

@@ -1,7 +1,8 @@
 // The port (src/port/zk_port.hpp) of one simulated client session: what the C client and the
 // bridge's session_impl do for a real session, done over the model (zk_model) and the simulation's
-// virtual clock. The session's states, its doubt and its presumed expiry are the library's own
-// session_fsm, driven as session_impl drives it; requests go to the model in order, replies and
+// virtual clock. Everything the session decides (its states, its doubt and presumed expiry, the
+// leader probe, its observers and those waiting for a connection) is the library's own
+// session_core, fed the events of the simulated connection; requests go to the model in order, replies and
 // watch events come back when the scheduler delivers them; requests made while the connection is
 // down wait for the next connection, and every request in flight fails with connection_loss when
 // it drops, as the C client does.
@@ -10,7 +11,7 @@
 #include "virtual_clock.hpp"
 #include "zk_model.hpp"
 
-#include "bridge/session_fsm.hpp"
+#include "port/session_core.hpp"
 #include "port/zk_port.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -39,23 +40,26 @@ struct port_env {
     std::uint64_t* marks_refused = nullptr;
 };
 
-class sim_port final : public detail::zk_port, public std::enable_shared_from_this<sim_port> {
+class sim_port final : public detail::zk_port, private detail::session_io, public std::enable_shared_from_this<sim_port> {
 public:
     sim_port(port_env env, int client, boost::asio::io_context& io, sim_clock::duration session_timeout);
     ~sim_port() override;
 
     // ---- the port ----
     const boost::asio::any_io_executor& executor() const noexcept override { return ex_; }
-    session_state state() const noexcept override { return fsm_.observed_state(); }
-    std::uint64_t generation() const noexcept override { return fsm_.generation(); }
+    session_state state() const noexcept override { return core_.fsm().state(); }
+    std::uint64_t generation() const noexcept override { return core_.fsm().generation(); }
     std::uint64_t connections() const noexcept override { return connections_; }
-    std::int64_t session_id() const noexcept override { return fsm_.session_id(); }
-    clock::duration answer_deadline() const noexcept override { return fsm_.answer_deadline(); }
+    std::int64_t session_id() const noexcept override { return core_.fsm().session_id(); }
+    clock::duration answer_deadline() const noexcept override { return core_.fsm().answer_deadline(); }
     std::size_t max_request_bytes() const noexcept override { return 1024 * 1024; }
     const detail::log_sink& log() const noexcept override { return log_; }
-    detail::session_reading read_now() override;
-    void wait_connected(std::uint64_t generation, detail::void_cb cb) override;
-    void subscribe(std::weak_ptr<detail::session_observer> o) override;
+    detail::session_reading read_now() override { return core_.read_now(); }
+    void wait_connected(std::uint64_t generation, detail::void_cb cb) override
+    {
+        core_.wait_connected(generation, std::move(cb));
+    }
+    void subscribe(std::weak_ptr<detail::session_observer> o) override { core_.subscribe(std::move(o)); }
     void create(const std::string& path, std::string_view data, create_mode mode, detail::create_cb cb) override;
     void remove(const std::string& path, std::int32_t version, detail::void_cb cb) override;
     void exists(const std::string& path, std::shared_ptr<detail::watch_state> w, detail::stat_cb cb) override;
@@ -110,23 +114,21 @@ private:
     void submit(outstanding o, request r);
     void complete(outstanding& o, const reply& r);
     void fail_all(error_code ec);
-    void apply(const detail::session_effects& e);
-    void notify_observers();
-    void on_engagement(bool engaged);
-    void arm_probe();
-    void send_probe();
+    // session_io: what the core's decisions ask of the connection.
+    void apply_io(const detail::session_effects& e) override;
+    void fail_watches(error_code ec) override;
+    void send_probe() override;
+    std::weak_ptr<void> owner() override { return weak_from_this(); }
     void arm_ping();
     void add_watch(int kind, const std::string& path, const std::shared_ptr<detail::watch_state>& w);
     void fire_watches(event_type type, const std::string& path);
-    void fail_watches(error_code ec);
-    error_code no_handle_error() const;
 
     port_env env_;
     int client_;
     boost::asio::io_context& io_;
     boost::asio::any_io_executor ex_;
     sim_clock::duration timeout_;
-    detail::session_fsm fsm_;
+    detail::session_core core_;
     detail::log_sink log_{{}, log_level::error};
     zklock::sim::session_id sid_ = 0;
     bool link_up_ = false;
@@ -135,14 +137,7 @@ private:
     std::uint64_t connections_ = 0;
     std::deque<outstanding> in_flight_;
     std::deque<std::pair<outstanding, request>> unsent_;
-    std::vector<std::pair<std::uint64_t, detail::void_cb>> connected_waiters_;
-    std::vector<std::weak_ptr<detail::session_observer>> observers_;
-    int presumptions_untold_ = 0;
-    std::unique_ptr<detail::port_timer> presume_timer_, probe_timer_, ping_timer_;
-    std::optional<sim_clock::time_point> presume_armed_;
-    sim_clock::time_point last_leader_send_{};
-    bool probe_waiting_ = false;
-    bool shut_ = false;  // shut_down(): requests, waits and posts are let go of
+    std::unique_ptr<detail::port_timer> ping_timer_;
     // The client's watches, as the C client keeps them: data, exist, child.
     std::map<std::string, std::vector<std::weak_ptr<detail::watch_state>>> watches_[3];
 };

@@ -1,13 +1,18 @@
 // A fake of the port (src/port/zk_port.hpp) for unit tests of the operations: every request is
-// recorded, in order, until the test answers it; watch events and session events are injected by
-// the test, and its clock moves only when the test advances it. Answers and expired timers run
-// posted on the executor, as the port promises (never inside the request), so a test answers (or
-// advances the clock), then runs the io_context.
+// recorded, in order, until the test answers it; watch events and the connection's events are
+// injected by the test, and its clock moves only when the test advances it. Answers and expired
+// timers run posted on the executor, as the port promises (never inside the request), so a test
+// answers (or advances the clock), then runs the io_context.
+//
+// The session is the library's own session_core, fed what the test says of the connection
+// (set_state) and of the leader (confirm_leader): its state, generation, doubt and presumed expiry
+// are decided as under the real port.
 //
 // Not a model of ZooKeeper: it answers what the test says. What ZooKeeper does is tested against
 // real servers (test/integration, test/fault).
 #pragma once
 
+#include "port/session_core.hpp"
 #include "port/zk_port.hpp"
 
 #include <doctest/doctest.h>
@@ -48,56 +53,47 @@ struct fake_request {
     detail::unique_function<void(const fake_reply&)> answer;
 };
 
-class fake_port final : public detail::zk_port, public std::enable_shared_from_this<fake_port> {
+class fake_port final : public detail::zk_port, private detail::session_io, public std::enable_shared_from_this<fake_port> {
 public:
-    explicit fake_port(boost::asio::io_context& io) : io_(io), ex_(io.get_executor()) {}
+    /// The session timeout the fake's server grants.
+    static constexpr std::chrono::milliseconds session_timeout_{9000};
 
-    // The session as the operation sees it; a test changes it with set_state.
-    session_state state_ = session_state::connected;
-    std::uint64_t generation_ = 1;
-    std::uint64_t connections_ = 1;
+    explicit fake_port(boost::asio::io_context& io) : io_(io), ex_(io.get_executor()), core_(*this, *this, session_timeout_, false)
+    {
+        core_.apply(core_.fsm_events().on_handle_started());
+        set_state(session_state::connected);
+    }
+
+    /// The session id the fake's server gives (new_session() changes it).
     std::int64_t session_id_ = 0x1234;
-    clock::duration answer_deadline_ = std::chrono::seconds(3);
     std::size_t max_request_bytes_ = 1024 * 1024;
 
     const boost::asio::any_io_executor& executor() const noexcept override { return ex_; }
-    session_state state() const noexcept override { return state_; }
-    std::uint64_t generation() const noexcept override { return generation_; }
+    session_state state() const noexcept override { return core_.fsm().state(); }
+    std::uint64_t generation() const noexcept override { return core_.fsm().generation(); }
     std::uint64_t connections() const noexcept override { return connections_; }
-    std::int64_t session_id() const noexcept override { return session_id_; }
-    clock::duration answer_deadline() const noexcept override { return answer_deadline_; }
+    std::int64_t session_id() const noexcept override { return core_.fsm().session_id(); }
+    clock::duration answer_deadline() const noexcept override { return core_.fsm().answer_deadline(); }
     std::size_t max_request_bytes() const noexcept override { return max_request_bytes_; }
     const detail::log_sink& log() const noexcept override { return log_; }
-
-    // The leader's evidence (docs/liveness.md): off until a test confirms it (confirm_leader);
-    // then a read doubts from confirmed + T/3 and presumes the session expired from
-    // confirmed + T/2, as session_impl does, and a due presumption is told from a posted handler
-    // (by a read, or by the presumption's timer, which advance() runs when its time comes).
-    clock::duration session_timeout_ = std::chrono::seconds(9);
-    std::optional<clock::time_point> confirmed_;
-    /// The leader answered a request sent at the clock's time now.
-    void confirm_leader()
-    {
-        confirmed_ = now_;
-        presumed_ = false;
-    }
-    detail::session_reading read_now() override
-    {
-        detail::session_reading r{state_, generation_, untold_ > 0, clock::time_point::max()};
-        if (!confirmed_) return r;
-        if (!presumed_ && now_ >= *confirmed_ + session_timeout_ / 2) presume();
-        if (r.state == session_state::connected && now_ >= *confirmed_ + session_timeout_ / 3) r.state = session_state::suspended;
-        r.presumed = untold_ > 0 || presumed_;
-        r.valid_until = presumed_ ? clock::time_point::min() : *confirmed_ + session_timeout_ / 2;
-        return r;
-    }
-
+    detail::session_reading read_now() override { return core_.read_now(); }
     void wait_connected(std::uint64_t generation, detail::void_cb cb) override
     {
-        connected_waiters_.emplace_back(generation, std::move(cb));
-        settle_waiters();
+        core_.wait_connected(generation, std::move(cb));
     }
-    void subscribe(std::weak_ptr<detail::session_observer> o) override { observers_.push_back(std::move(o)); }
+    void subscribe(std::weak_ptr<detail::session_observer> o) override { core_.subscribe(std::move(o)); }
+
+    /// The leader's evidence (docs/liveness.md): until a test calls confirm_leader, the leader
+    /// answers at every step of the clock while connected, so that nothing is doubted. From the
+    /// first call on, only the calls are evidence: the leader answered a request sent at the
+    /// clock's time now.
+    void confirm_leader()
+    {
+        leader_answers_ = false;
+        core_.on_leader_answer(now_);
+    }
+    /// Probes the core sent (a sync to the leader): counted, not queued with the requests.
+    std::size_t probes() const noexcept { return probes_; }
 
     /// A timer on the manual clock (advance).
     std::unique_ptr<detail::port_timer> make_timer() override;
@@ -199,33 +195,42 @@ public:
         return r;
     }
 
-    /// The session's state changes: observers hear of it, waiters for a connection complete.
+    /// The connection's state changes as `st` says (connected, suspended: the connection is lost,
+    /// expired, closed); the session core decides what follows.
     void set_state(session_state st)
     {
-        state_ = st;
-        if (st == session_state::connected) ++connections_;
-        for (auto& w : observers_)
-            if (auto o = w.lock()) o->on_session_state(st, generation_);
-        settle_waiters();
+        auto& f = core_.fsm_events();
+        switch (st) {
+        case session_state::connected:
+            ++connections_;
+            core_.apply(f.on_connected(session_id_, session_timeout_, now_));
+            break;
+        case session_state::suspended: core_.apply(f.on_connection_lost()); break;
+        case session_state::expired: core_.apply(f.on_expired()); break;
+        case session_state::closed: core_.apply(f.on_close()); break;
+        default: break;
+        }
+    }
+    /// The session expired while cut off, and a new one starts connecting (it connects on the
+    /// next set_state(connected)): nobody hears of the expiry before the new connection.
+    void new_session()
+    {
+        ++session_id_;
+        (void)core_.fsm_events().on_expired();
+        (void)core_.fsm_events().on_handle_started();
     }
 
     /// The execution context shuts down: observers bury what they hold (session_impl::shut_down).
-    void shut_down_observers(detail::graveyard& g)
-    {
-        for (auto& w : observers_)
-            if (auto o = w.lock()) o->on_shutdown(g);
-    }
+    void shut_down_observers(detail::graveyard& g) { core_.shut_down(g); }
 
     /// Lets go of every request not answered, every wait for a connection and every running timer:
     /// what they hold (an operation, and through it this port) is destroyed. Destroying one may
     /// make another request (a lease let go releases its node): round again, a few times at most.
     void drop_all()
     {
-        for (int round = 0; round < 8 && (!pending_.empty() || !connected_waiters_.empty() || timers_running() > 0); ++round) {
+        for (int round = 0; round < 8 && (!pending_.empty() || timers_running() > 0); ++round) {
             auto requests = std::move(pending_);
             pending_.clear();
-            auto waiters = std::move(connected_waiters_);
-            connected_waiters_.clear();
             std::vector<detail::unique_function<void()>> callbacks;
             for (auto& w : timers_)
                 if (auto e = w.lock(); e && e->cb) callbacks.push_back(std::exchange(e->cb, {}));
@@ -260,45 +265,29 @@ private:
         return pending_.back();
     }
 
-    void settle_waiters()
+    // session_io: the fake's connection does nothing of its own; the probe is counted.
+    void apply_io(const detail::session_effects&) override {}
+    void fail_watches(error_code) override {}
+    void send_probe() override
     {
-        for (auto it = connected_waiters_.begin(); it != connected_waiters_.end();) {
-            error_code ec;
-            if (it->first != 0 && it->first != generation_) ec = errc::session_expired;
-            else if (state_ == session_state::closed) ec = errc::session_closed;
-            else if (state_ != session_state::connected) {
-                ++it;
-                continue;
-            }
-            boost::asio::post(ex_, [cb = std::make_shared<detail::void_cb>(std::move(it->second)), ec] { (*cb)(ec); });
-            it = connected_waiters_.erase(it);
-        }
+        if (state() != session_state::connected) return;
+        ++probes_;
+        const auto sent = core_.leader_request();
+        if (leader_answers_) core_.on_leader_answer(sent);
     }
-
-    // The presumption: decided now, its observers told from a posted handler.
-    void presume()
-    {
-        presumed_ = true;
-        ++untold_;
-        boost::asio::post(ex_, [self = shared_from_this()] {
-            auto copy = self->observers_;
-            for (auto& w : copy)
-                if (auto o = w.lock()) o->on_presumed_expired();
-            --self->untold_;
-        });
-    }
+    std::weak_ptr<void> owner() override { return weak_from_this(); }
 
     boost::asio::io_context& io_;
     boost::asio::any_io_executor ex_;
-    bool presumed_ = false;
-    int untold_ = 0;
     detail::log_sink log_{{}, log_level::error};
+    clock::time_point now_{};
+    std::uint64_t connections_ = 0;
+    bool leader_answers_ = true;  // see confirm_leader()
+    std::size_t probes_ = 0;
     std::deque<fake_request> pending_;
     std::vector<std::string> made_;
-    std::vector<std::pair<std::uint64_t, detail::void_cb>> connected_waiters_;
-    std::vector<std::weak_ptr<detail::session_observer>> observers_;
-    clock::time_point now_{};
     std::vector<std::weak_ptr<timer_entry>> timers_;
+    detail::session_core core_;  // last: its timers go first
 };
 
 class fake_port::manual_timer final : public detail::port_timer {
@@ -326,7 +315,7 @@ inline std::unique_ptr<detail::port_timer> fake_port::make_timer()
 inline void fake_port::advance(clock::duration d)
 {
     now_ += d;
-    if (confirmed_ && !presumed_ && now_ >= *confirmed_ + session_timeout_ / 2) presume();
+    if (leader_answers_ && state() == session_state::connected) core_.on_leader_answer(now_);
     std::vector<std::shared_ptr<timer_entry>> due;
     for (auto it = timers_.begin(); it != timers_.end();) {
         auto e = it->lock();

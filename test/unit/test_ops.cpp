@@ -322,7 +322,7 @@ const std::string own = "/l/x-0000000000000001-lock-0000000005";
 
 std::shared_ptr<detail::lease_state> make_lease(const std::shared_ptr<fake_port>& port, bool mark)
 {
-    auto ls = std::make_shared<detail::lease_state>(port, own, 42, port->generation_, mark ? lock_dir : std::string());
+    auto ls = std::make_shared<detail::lease_state>(port, own, 42, port->generation(), mark ? lock_dir : std::string());
     port->subscribe(ls);
     ls->start(nullptr, false);
     return ls;
@@ -445,8 +445,7 @@ TEST_CASE("lease: a release cut off, then the session expired: the node went wit
     port->set_state(session_state::suspended);
     port->answer("remove", own, {.ec = zk_errc::connection_loss});
     port->run();
-    port->state_ = session_state::connecting;
-    port->generation_ = 2;  // a new ZooKeeper session
+    port->new_session();  // the session expired while cut off: a new ZooKeeper session
     port->set_state(session_state::connected);
     port->run();
     CHECK(r.calls == 1);
@@ -509,7 +508,8 @@ TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes th
     CHECK(expired->lost_reason() == errc::session_expired);
     CHECK(port->pending().empty());
 
-    port->state_ = session_state::suspended;
+    port->new_session();
+    port->set_state(session_state::connected);
     auto presumed = make_lease(port, true);
     presumed->on_presumed_expired();
     CHECK(presumed->status() == lease_status::lost);
@@ -749,7 +749,7 @@ TEST_CASE("acquire: started while the connection is lost, it sends nothing until
 {
     fake_fixture fx;
     auto& port = fx.port;
-    port->state_ = session_state::suspended;
+    port->set_state(session_state::suspended);
     acquired r;
     start_acquire(port, "/l", r);
     port->run();
@@ -852,7 +852,7 @@ TEST_CASE("acquire: cancelled while the connection is lost, it completes at once
 {
     fake_fixture fx;
     auto& port = fx.port;
-    port->state_ = session_state::suspended;
+    port->set_state(session_state::suspended);
     asio::cancellation_signal sig;
     acquired r;
     start_acquire(port, "/l", r, sig.slot());
@@ -1077,7 +1077,7 @@ TEST_CASE("lease: a writer's downgrade marks its node, a node found gone is lock
     const auto downgrade = [&](const std::shared_ptr<detail::lease_state>& ls, std::optional<error_code>& got) {
         detail::initiate_downgrade(ls, [&got](error_code ec) { got = ec; });
     };
-    auto ls = std::make_shared<detail::lease_state>(port, writer, 42, port->generation_);
+    auto ls = std::make_shared<detail::lease_state>(port, writer, 42, port->generation());
     port->subscribe(ls);
     ls->start(nullptr, false);
     std::optional<error_code> got;
@@ -1541,4 +1541,65 @@ TEST_CASE("lease: a shared lock's reader and a cohort's local holder read their 
     port->run();
     CHECK(holder.l.status() == lease_status::lost);
     CHECK(!(waiter.ec && !*waiter.ec));
+}
+
+TEST_CASE("lease: granted while the session is in doubt, its status waiters hear the doubt end")
+{
+    // Found by the simulation once it ran the real session core: the lease recorded the
+    // connection's state (connected) while the session read suspended (in doubt), so the notice
+    // that the doubt ended changed nothing it had recorded, and no status waiter heard it.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    port->confirm_leader();
+    port->advance(T / 3);  // no answer the leader vouches for: in doubt
+    port->run();
+    grant_alone(*port, "/l", 5);
+    REQUIRE(r.ec);
+    REQUIRE(!*r.ec);
+    CHECK(r.l.status() == lease_status::suspended);
+    std::vector<lease_status> seen;
+    r.l.async_wait_status_change([&](error_code, lease_status st) { seen.push_back(st); });
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:1"});  // the watch on our node
+    port->run();
+    port->confirm_leader();  // the leader answers: the doubt ends
+    port->run();
+    CHECK(r.l.status() == lease_status::held);
+    CHECK(seen == std::vector<lease_status>{lease_status::held});
+}
+
+TEST_CASE("cohort: a turn granted while the session is in doubt grants its local waiters once the doubt ends")
+{
+    // Found by the simulation (seed 4053693836102346478): the turn's lease never heard the doubt
+    // end, so the cohort waited for a status change that had already come, and its local
+    // waiters were never granted.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    auto req = mutex_request("/c");
+    req.cohort = true;
+    acquired first, second;
+    start_acquire(port, req, first);
+    start_acquire(port, req, second);
+    port->run();
+    port->confirm_leader();
+    port->advance(T / 3);
+    port->run();
+    grant_alone(*port, "/c", 7);
+    port->run();
+    while (!port->pending().empty() && port->pending().front().op != "get_children") port->answer_next({.data = "h:1"});
+    port->run();
+    CHECK(!first.ec);  // not granted locally while in doubt
+    port->confirm_leader();
+    port->run();
+    while (!port->pending().empty()) port->answer_next({.data = "h:1", .children = {"x-0000000000000001-lock-0000000007"}});
+    port->run();
+    REQUIRE(first.ec);
+    CHECK(!*first.ec);
+    CHECK(first.l.status() == lease_status::held);
+    CHECK(!second.ec);  // behind the first local holder
 }

@@ -1,5 +1,5 @@
-// The session's state machine (src/bridge/session_fsm.hpp), driven without a server.
-#include "bridge/session_fsm.hpp"
+// The session's state machine (src/port/session_fsm.hpp), driven without a server.
+#include "port/session_fsm.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "bridge/session_fsm.hpp"
+#include "port/session_fsm.hpp"
 
 #include "core/mutant.hpp"
 
