@@ -1,4 +1,6 @@
-// The driver of acquire_fsm: performs its actions on the session and feeds the outcomes back.
+// The driver of acquire_fsm, and nothing more: it performs the machine's actions on the port (the
+// requests, the watches, the deadline's timer, the lease it hands out) and feeds the outcomes
+// back; what to send next, when to grant and when to give up are acquire_fsm's and lease_fsm's.
 #include "ops/cohort.hpp"
 #include "core/deadline.hpp"
 #include "ops/lease_state.hpp"
@@ -199,11 +201,7 @@ private:
             create_containers(s_, a.path, [self](error_code ec) { self->run(self->fsm_.on_parents_created(ec)); });
             break;
         case ak::list:
-            if (fsm_.own_unknown()) {
-                // Looking for the node a lost create may have made: after a reconnect our server
-                // may be a follower that has not applied that create yet, and a listing it serves
-                // would say there is none (we would create a second node behind our first). A sync
-                // first: the listing sent after it sees every create the leader applied.
+            if (a.sync) {
                 s_->sync(a.path, [self, dir = a.path](error_code ec) {
                     if (ec) return self->run_listed(self->fsm_.on_listed(ec, listing()));
                     self->list(dir);
@@ -450,18 +448,9 @@ private:
             if (internal_) ls->set_unmetered();
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
-            const auto reading = s_->read_now();
-            if (reading.presumed) {
-                // Granted on what the server said before the session was presumed expired (a late
-                // event, an executor that stalled): the leader may have expired the session, and
-                // another waiter may hold the lock. As for a holder presumed expired: the node is
-                // deleted, plainly, and the acquire reports the expiry.
-                ls->set_unmetered();
-                ls->on_presumed_expired();
+            if (!ls->on_granted(s_->read_now())) {  // lost at its grant: the acquire says why
+                ec = ls->lost_reason();
                 ls.reset();
-                ec = errc::session_expired;
-            } else {
-                ls->on_granted(reading);
             }
         }
         report_finished(ec);

@@ -1,5 +1,6 @@
-// Cohort mode's driver: performs cohort_fsm's actions (src/queue/cohort_fsm.hpp has the algorithm)
-// with the session, the acquire operation and local leases.
+// Cohort mode's driver, and nothing more: it performs cohort_fsm's actions with the session, the
+// acquire operation and local leases, and feeds the outcomes back; who is granted, when a turn
+// starts or ends and what a loss does are cohort_fsm's (src/queue/cohort_fsm.hpp).
 //
 // Fencing: every local holder's lease carries the node's czxid and its grant's number in the turn
 // (1, 2, ...): lease::fence() orders (czxid, n) lexicographically, and the next turn's node has a

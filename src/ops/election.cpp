@@ -1,5 +1,6 @@
-// The election's own operations: the leader, an observer, proclaim (its recipe constant is in
-// src/recipes/election.cpp).
+// The election's own operations (the leader, an observer, proclaim) as step machines on the
+// runner (ops/machine.hpp), each deciding from its steps' outcomes only; the driving is the
+// runner's, and the recipe constant is in src/recipes/election.cpp.
 #include "core/mutant.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/read_machines.hpp"

@@ -1,3 +1,6 @@
+// A lease's I/O, and nothing more: its node's watch, the guarded write and the release, each done
+// as lease_fsm (its status, its loss, a revocation) and the lease's step machines
+// (ops/lease_machines.hpp) decide.
 #include "ops/lease_machines.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
@@ -187,9 +190,18 @@ void lease_state::set_lost(error_code reason) { apply(fsm_.lose(reason)); }
 
 void lease_state::on_session_state(session_state st, std::uint64_t generation) { apply(fsm_.session_changed(st, generation)); }
 
-void lease_state::on_presumed_expired()
+void lease_state::on_presumed_expired() { take(fsm_.presumed_expired()); }
+
+bool lease_state::on_granted(const session_reading& r)
 {
-    const auto c = fsm_.presumed_expired();
+    const auto c = fsm_.granted(r.state, r.generation, r.presumed);
+    if (c.never_held) set_unmetered();
+    take(c);
+    return fsm_.holds();
+}
+
+void lease_state::take(const lease_fsm::change& c)
+{
     // Cleared first: whoever hears of the loss may release the lease from there.
     if (c.remove_plainly) mark_dir_.clear();
     apply(c);

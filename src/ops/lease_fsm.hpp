@@ -21,6 +21,7 @@ public:
         bool released = false;        ///< it became released: end every wait, let the node go
         bool revoked = false;         ///< a revocation request: tell the revocation waiters
         bool remove_plainly = false;  ///< delete the node now, without a handoff mark (a presumed expiry)
+        bool never_held = false;      ///< lost at its grant: it was never the holder's (not counted)
     };
 
     /// `generation`: the ZooKeeper session the node belongs to.
@@ -68,6 +69,21 @@ public:
         case session_state::closed: return lose(errc::session_closed);
         default: return {};
         }
+    }
+
+    /// Granted while the session read `st`, `generation`, `presumed` (one reading,
+    /// zk_port::read_now): the lease starts as that reading says. In a doubt it is suspended, so
+    /// that the notice of the doubt's end is a change it hears. Presumed expired, it is lost
+    /// before it was ever the holder's: the grant came on what the server said before the
+    /// presumption (a late event, a stalled executor's backlog), the leader may have expired the
+    /// session and granted another, and its node is deleted plainly as for a holder presumed
+    /// expired.
+    change granted(session_state st, std::uint64_t generation, bool presumed) noexcept
+    {
+        if (!presumed) return session_changed(st, generation);
+        auto c = presumed_expired();
+        c.never_held = true;
+        return c;
     }
 
     /// Cut off for (nearly) the session timeout: the server has presumably expired the session. The

@@ -25,10 +25,10 @@ public:
     void start(std::shared_ptr<watch_state> adopted, bool revoke_seen);
     // session_observer: the session tells us of suspension, reconnection and loss.
     void on_session_state(session_state st, std::uint64_t generation) override;
-    /// Granted while the session reads `r` (one reading, zk_port::read_now): the lease records
-    /// the state it says (a doubt is suspended), so that the observers' later notice (the doubt
-    /// ends: connected) is a change the lease and its status waiters hear.
-    void on_granted(const session_reading& r) { on_session_state(r.state, r.generation); }
+    /// Granted while the session reads `r` (one reading, zk_port::read_now): the lease starts as
+    /// lease_fsm::granted says. Returns whether it holds; if not, it was lost at its grant (the
+    /// session presumed expired), is not counted, and its node is being deleted.
+    bool on_granted(const session_reading& r);
     void on_presumed_expired() override;
     void on_shutdown(graveyard& g) override;
     /// Deletes the node (retried across connection loss). `cb` may be empty (background release).
@@ -90,6 +90,8 @@ public:
 private:
     /// Tells the waiters what `c` changed; logs and counts it.
     void apply(const lease_fsm::change& c);
+    /// apply(), and the node deleted plainly if `c` says so.
+    void take(const lease_fsm::change& c);
     /// Tells the session's metrics once that the lease stopped holding (released or lost).
     void report_end(error_code lost_reason);
     void set_lost(error_code reason);

@@ -1,4 +1,5 @@
-// The runner's side of the steps: each one a request on the port, or a wait.
+// The runner's side of the steps, and nothing more: each one a request on the port, or a wait, its
+// outcome handed back to the machine that asked for it.
 #include "ops/machine.hpp"
 #include "ops/requests.hpp"
 

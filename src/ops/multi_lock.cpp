@@ -1,5 +1,6 @@
-// multi_lock: the single acquires in canonical order, then (on failure) the releases, as
-// multi_lock_fsm decides, like acquire_op drives acquire_fsm.
+// multi_lock's driver, and nothing more: it performs multi_lock_fsm's actions (the single acquires
+// in canonical order, the releases, the grace's timer) and feeds the outcomes back, with what the
+// leases it took read; what comes next, and why the set fails, are the machine's.
 #include "core/handler_util.hpp"
 #include "ops/multi_lock_fsm.hpp"
 #include "port/zk_port.hpp"
@@ -75,18 +76,16 @@ private:
                             false, false, left, options_, nullptr};
         initiate_acquire(s_, std::move(req),
                          asio::bind_cancellation_slot(child_.slot(), [self = shared_from_this(), idx](error_code ec, lease l) {
+                             error_code earlier_lost;
                              if (!ec) {
                                  self->taken_[idx] = std::move(l);
-                                 // A lock taken before may have been lost while this one was
-                                 // awaited (its session presumed expired, its node deleted): the
-                                 // set is not held, and fails with that loss.
                                  for (const auto& t : self->taken_)
                                      if (t.status() == lease_status::lost) {
-                                         ec = t.lost_reason();
+                                         earlier_lost = t.lost_reason();
                                          break;
                                      }
                              }
-                             self->perform(self->fsm_.acquired(ec, self->s_->now()));
+                             self->perform(self->fsm_.acquired(ec, earlier_lost, self->s_->now()));
                          }));
     }
 

@@ -64,12 +64,16 @@ public:
         return step(now);
     }
 
-    /// The acquire of specs[index] completed.
-    action acquired(error_code ec, steady::time_point now)
+    /// The acquire of specs[index] completed. `earlier_lost`: why the first lock taken before it
+    /// that reads lost now is lost, or empty.
+    action acquired(error_code ec, error_code earlier_lost, steady::time_point now)
     {
         acquiring_ = false;
         if (ec) return fail(ec);
         ++next_;
+        // A lock taken before was lost while this one was awaited (its session presumed expired,
+        // its node deleted): the set is not held, and fails with that loss.
+        if (earlier_lost) return fail(earlier_lost);
         if (cancelled_) return fail(asio::error::operation_aborted);
         return step(now);
     }

@@ -1,4 +1,5 @@
-// async_list_queue and the public path helpers: the queue as the acquiring side sees it.
+// async_list_queue and the public path helpers, and nothing more: the listing's step machine
+// (ops/read_machines.hpp) started for the user, and the queue as the acquiring side sees it.
 #include "ops/read_machines.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>

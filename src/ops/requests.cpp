@@ -1,3 +1,5 @@
+// Requests made of several port requests (requests.hpp), and nothing more: they pass the
+// replies on and decide nothing of a lock.
 #include "ops/requests.hpp"
 
 #include <boost/asio/post.hpp>

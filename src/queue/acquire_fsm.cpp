@@ -268,7 +268,9 @@ acquire_fsm::action acquire_fsm::create()
 acquire_fsm::action acquire_fsm::list()
 {
     state_ = state::listing;
-    return {ak::list, *dir_, {}, {}};
+    action a{ak::list, *dir_, {}, {}};
+    a.sync = own_unknown_;
+    return a;
 }
 
 acquire_fsm::action acquire_fsm::watch()

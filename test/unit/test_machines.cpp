@@ -951,14 +951,14 @@ TEST_CASE("multi_lock fsm: canonical order under one deadline, the clock an inpu
     REQUIRE(a.what == mk::acquire);
     CHECK(a.index == 1);
     CHECK(a.time_left == std::chrono::seconds(10));
-    a = f.acquired({}, t0 + std::chrono::seconds(4));
+    a = f.acquired({}, {}, t0 + std::chrono::seconds(4));
     REQUIRE(a.what == mk::acquire);
     CHECK(a.index == 2);
     CHECK(a.time_left == std::chrono::seconds(6));
-    a = f.acquired({}, t0 + std::chrono::seconds(9));
+    a = f.acquired({}, {}, t0 + std::chrono::seconds(9));
     CHECK(a.index == 0);
     CHECK(a.time_left == std::chrono::seconds(1));
-    a = f.acquired({}, t0 + std::chrono::seconds(12));  // the last one came in late: it holds, all do
+    a = f.acquired({}, {}, t0 + std::chrono::seconds(12));  // the last one came in late: it holds, all do
     CHECK(a.what == mk::complete);
     CHECK(!a.ec);
     CHECK(f.done());
@@ -981,7 +981,7 @@ TEST_CASE("multi_lock fsm: refused sets, the deadline passing between two locks,
     {
         detail::multi_lock_fsm f(three, std::chrono::seconds(1), t0);
         f.start(t0);
-        auto a = f.acquired({}, t0 + std::chrono::seconds(1));  // none left for the next one
+        auto a = f.acquired({}, {}, t0 + std::chrono::seconds(1));  // none left for the next one
         REQUIRE(a.what == mk::release);
         a = f.releasing(1);
         REQUIRE(a.what == mk::arm_grace);
@@ -993,8 +993,8 @@ TEST_CASE("multi_lock fsm: refused sets, the deadline passing between two locks,
     {
         detail::multi_lock_fsm f(three, std::nullopt, t0);
         f.start(t0);
-        f.acquired({}, t0);
-        auto a = f.acquired(errc::would_block, t0);
+        f.acquired({}, {}, t0);
+        auto a = f.acquired(errc::would_block, {}, t0);
         REQUIRE(a.what == mk::release);
         a = f.releasing(1);
         REQUIRE(a.what == mk::arm_grace);
@@ -1008,11 +1008,26 @@ TEST_CASE("multi_lock fsm: refused sets, the deadline passing between two locks,
     {
         detail::multi_lock_fsm f(three, std::nullopt, t0);
         f.start(t0);
-        auto a = f.acquired(zk_errc::no_auth, t0);  // the first fails: nothing to release
+        auto a = f.acquired(zk_errc::no_auth, {}, t0);  // the first fails: nothing to release
         REQUIRE(a.what == mk::release);
         a = f.releasing(0);
         CHECK(a.what == mk::complete);
         CHECK(a.ec == zk_errc::no_auth);
+    }
+    {
+        // The second was granted, but the first was lost meanwhile (its session presumed
+        // expired): the set fails with that loss, and both are released.
+        detail::multi_lock_fsm f(three, std::nullopt, t0);
+        f.start(t0);
+        f.acquired({}, {}, t0);
+        auto a = f.acquired({}, errc::session_expired, t0);
+        REQUIRE(a.what == mk::release);
+        a = f.releasing(2);
+        REQUIRE(a.what == mk::arm_grace);
+        CHECK(f.released().what == mk::none);
+        a = f.released();
+        CHECK(a.what == mk::complete);
+        CHECK(a.ec == errc::session_expired);
     }
 }
 
@@ -1026,7 +1041,7 @@ TEST_CASE("multi_lock fsm: a cancel in every state")
         f.start(t0);
         CHECK(f.cancel().what == mk::cancel_acquire);
         CHECK(f.cancel().what == mk::none);  // once
-        auto a = f.acquired(aborted, t0);
+        auto a = f.acquired(aborted, {}, t0);
         REQUIRE(a.what == mk::release);
         a = f.releasing(0);
         CHECK(a.what == mk::complete);
@@ -1036,9 +1051,9 @@ TEST_CASE("multi_lock fsm: a cancel in every state")
     {
         detail::multi_lock_fsm f(three, std::nullopt, t0);
         f.start(t0);
-        f.acquired({}, t0);
+        f.acquired({}, {}, t0);
         CHECK(f.cancel().what == mk::cancel_acquire);
-        REQUIRE(f.acquired(aborted, t0).what == mk::release);
+        REQUIRE(f.acquired(aborted, {}, t0).what == mk::release);
         REQUIRE(f.releasing(1).what == mk::arm_grace);
         auto a = f.released();
         CHECK(a.what == mk::complete);
@@ -1049,7 +1064,7 @@ TEST_CASE("multi_lock fsm: a cancel in every state")
         detail::multi_lock_fsm f(three, std::nullopt, t0);
         f.start(t0);
         f.cancel();
-        REQUIRE(f.acquired({}, t0).what == mk::release);
+        REQUIRE(f.acquired({}, {}, t0).what == mk::release);
         REQUIRE(f.releasing(1).what == mk::arm_grace);
         CHECK(f.released().ec == aborted);
     }
@@ -1057,8 +1072,8 @@ TEST_CASE("multi_lock fsm: a cancel in every state")
     {
         detail::multi_lock_fsm f(three, std::nullopt, t0);
         f.start(t0);
-        f.acquired({}, t0);
-        f.acquired(errc::timeout, t0);
+        f.acquired({}, {}, t0);
+        f.acquired(errc::timeout, {}, t0);
         f.releasing(1);
         CHECK(f.cancel().what == mk::none);
         auto a = f.released();

@@ -163,6 +163,12 @@ public:
         /// With `create`: again, because an earlier create's reply was lost and the listing shows
         /// it was never applied.
         bool retry = false;
+        /// With `list`: a sync of `path` first, the listing right behind its reply (a sync's
+        /// error is the listing's). The listing looks for the node a lost create may have made:
+        /// after a reconnect our server may be a follower that has not applied that create yet,
+        /// and a listing it serves would say there is none (and we would create a second node
+        /// behind our first); one sent after the sync sees every create the leader applied.
+        bool sync = false;
     };
 
     acquire_fsm(std::shared_ptr<const std::string> dir, queue_policy policy, std::uint64_t attempt_id, bool try_only);
@@ -226,8 +232,6 @@ public:
     action on_session_lost(error_code ec);
 
     bool finished() const noexcept { return state_ == state::done; }
-    /// A create's reply was lost: the listing asked for looks for our node under our attempt id.
-    bool own_unknown() const noexcept { return own_unknown_; }
     /// Between action::arm and the reply of its listing or mark read.
     bool arming() const noexcept { return state_ == state::arming_list || state_ == state::arming_mark; }
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
