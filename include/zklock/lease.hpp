@@ -89,7 +89,12 @@ inline constexpr std::string_view revocation_request = "zklock:revoke";
 /// object may be destroyed or moved meanwhile); cancellation, where accepted, takes terminal,
 /// partial and total alike; the handler's allocator is used as session's operations say.
 ///
-/// Thread safety: use a lease from its session's executor.
+/// Thread safety: use a lease from its session's executor (the strand, if the io_context runs on
+/// several threads). That includes the queries (status(), valid_until(), owns_lock(),
+/// lost_reason()): they read the session's state, which only that executor changes, and a read
+/// that finds a presumption due makes it there and then. A debug build of the library asserts
+/// it where the executor can tell (an io_context's executor, or a strand of one). From another
+/// thread, post to the session's executor and read there.
 class lease {
 public:
     /// An empty lease: holds nothing, status() released.
@@ -119,7 +124,7 @@ public:
     /// session's life reads lost at resume, before anything else runs. Lost stays lost: the
     /// waiters (async_wait_lost, async_wait_status_change) are told the same soon after, from a
     /// posted handler. Like every query of a lease, it reads the session's state: call it on the
-    /// session's executor.
+    /// session's executor (a debug build asserts it; see the class).
     lease_status status() const noexcept;
     /// Until when no other holder can be granted this lock, by the session's evidence: the
     /// steady-clock instant at which the lease is presumed lost (t + T/2 while the evidence

@@ -1,6 +1,7 @@
 // A lease's I/O, and nothing more: its node's watch, the guarded write and the release, each done
 // as lease_fsm (its status, its loss, a revocation) and the lease's step machines
 // (ops/lease_machines.hpp) decide.
+#include "core/executor_check.hpp"
 #include "ops/lease_machines.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
@@ -9,6 +10,7 @@
 #include <zklock/detail/recipe.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
+#include <cassert>
 
 namespace zklock {
 
@@ -448,8 +450,20 @@ lease::~lease()
     if (state_ && state_->status() != lease_status::released) state_->release({});
 }
 
+namespace {
+
+// The queries read the session's state, which only its executor changes: a debug build checks
+// that they are called there (see the class's thread safety).
+void assert_on_executor([[maybe_unused]] const std::shared_ptr<detail::lease_state>& s) noexcept
+{
+    assert(!s || detail::running_on(s->session()->executor()));
+}
+
+}  // namespace
+
 bool lease::owns_lock() const noexcept
 {
+    assert_on_executor(state_);
     if (!state_) return false;
     const auto st = state_->status();
     return st == lease_status::held || st == lease_status::suspended;
@@ -457,10 +471,15 @@ bool lease::owns_lock() const noexcept
 
 std::chrono::steady_clock::time_point lease::valid_until() const noexcept
 {
+    assert_on_executor(state_);
     return state_ ? state_->valid_until() : std::chrono::steady_clock::time_point::min();
 }
 
-lease_status lease::status() const noexcept { return state_ ? state_->status() : lease_status::released; }
+lease_status lease::status() const noexcept
+{
+    assert_on_executor(state_);
+    return state_ ? state_->status() : lease_status::released;
+}
 std::int64_t lease::fencing_token() const noexcept { return state_ ? state_->token() : 0; }
 fence_token lease::fence() const noexcept
 {
@@ -473,7 +492,11 @@ const std::string& lease::node() const noexcept
     return state_ ? state_->node() : empty;
 }
 
-error_code lease::lost_reason() const noexcept { return state_ ? state_->lost_reason() : error_code{}; }
+error_code lease::lost_reason() const noexcept
+{
+    assert_on_executor(state_);
+    return state_ ? state_->lost_reason() : error_code{};
+}
 bool lease::revocation_requested() const noexcept { return state_ && state_->revocation_requested(); }
 
 }  // namespace zklock
