@@ -7,6 +7,7 @@
 // (further down) do the same for leader election, one foreign election recipe at a time.
 #include "fault_common.hpp"
 
+#include "support/process_util.hpp"
 #include "support/tls_certs.hpp"
 
 #include <algorithm>
@@ -15,11 +16,11 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace zklock;
@@ -43,54 +44,37 @@ const std::string& curator_classpath()
                                      "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
                 if (n == want) jars += ":" + e.path().string();
         }
-        const std::string cmd = "javac -nowarn -cp '" + jars.substr(jars.empty() ? 0 : 1) + "' -d '" + out.string() + "' '" +
-                                (interop_dir / "CuratorWorker.java").string() + "' 2>&1";
-        if (std::system(cmd.c_str()) != 0)
+        const auto r = test::detail::run_process({"javac", "-nowarn", "-cp", jars.substr(jars.empty() ? 0 : 1), "-d", out.string(),
+                                                  (interop_dir / "CuratorWorker.java").string()},
+                                                 std::chrono::minutes(10));
+        if (r.status != 0)
             throw std::runtime_error("cannot compile the Curator worker (javac and libcurator-recipes-java are installed "
-                                     "by scripts/install-deps.sh): " + cmd);
+                                     "by scripts/install-deps.sh): javac exited with " + std::to_string(r.status) + ":\n" +
+                                     r.out + r.err);
         return out.string() + jars;
     }();
     return cp;
 }
 
-struct child {
-    pid_t pid = -1;
-    int status = -1;
-};
+// A worker (java, python3: looked up in PATH) sharing the test's standard streams.
+using child = std::unique_ptr<child_process>;
 
-child spawn(std::vector<std::string> argv)
+child spawn(const std::vector<std::string>& argv)
 {
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    child c;
-    c.pid = ::fork();
-    if (c.pid == 0) {
-        ::execvp(args[0], args.data());
-        ::_exit(127);
-    }
+    auto c = std::make_unique<child_process>();
+    c->start(argv, {.inherit_stdin = true, .search_path = true});
     return c;
 }
 
-// Waits (polling, so the io_context keeps serving zklock's contenders) for every child to exit.
+// Waits (polling, so the io_context keeps serving zklock's contenders) for every child to exit;
+// past `limit`, kills those still running.
 awaitable<void> reap(std::vector<child>& kids, std::chrono::seconds limit)
 {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (;;) {
-        bool all = true;
-        for (auto& k : kids)
-            if (k.status < 0) {
-                int st = 0;
-                if (::waitpid(k.pid, &st, WNOHANG) == k.pid) k.status = st;
-                else all = false;
-            }
-        if (all) co_return;
+        if (std::all_of(kids.begin(), kids.end(), [](const child& k) { return k->poll(); })) co_return;
         if (std::chrono::steady_clock::now() >= deadline) {
-            for (auto& k : kids)
-                if (k.status < 0) {
-                    ::kill(k.pid, SIGKILL);
-                    ::waitpid(k.pid, &k.status, 0);
-                }
+            for (auto& k : kids) k->kill_and_reap();
             co_return;
         }
         co_await sleep_for(50ms);
@@ -172,7 +156,7 @@ awaitable<void> zklock_worker(session& s, std::string counter, int rounds, std::
             MESSAGE(who << ": " << ec.message());
             continue;
         }
-        const std::string node{detail::base_name(l.node())};
+        const std::string node{zklock::detail::base_name(l.node())};
         log.push_back({std::chrono::steady_clock::now().time_since_epoch().count(), true, who, node, writer});
         auto [gec, data, st] = co_await s.async_get_data(counter, tuple);
         co_await sleep_for(hold);
@@ -206,7 +190,7 @@ verdict check_history(std::vector<event> events, bool ordered)
         for (const auto& [node, h] : holding)
             if (e.writer || h.writer) v.problems.push_back("overlap: " + e.who + " (" + e.node + ") granted while " + h.who + " (" + node + ") held");
         holding[e.node] = e;
-        const auto q = detail::parse_queue_node(e.node);
+        const auto q = zklock::detail::parse_queue_node(e.node);
         if (!q) {
             v.problems.push_back("not a queue node: " + e.node);
             continue;
@@ -287,10 +271,7 @@ void run_fleet(const fleet& f, const std::string& name)
         }
         co_await reap(kids, 150s);
         CHECK(co_await wait_until([&] { return done == contenders; }, 60s));
-        for (const auto& k : kids) {
-            const bool exited_ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
-            CHECK_MESSAGE(exited_ok, "worker status " << k.status);
-        }
+        for (const auto& k : kids) CHECK_MESSAGE(k->status == 0, "worker status " << k->status.value_or(-1));
         CHECK(errors == 0);
 
         std::set<std::string> libraries{"zklock"};
@@ -359,8 +340,9 @@ TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter
         mutex m{h, path};
         auto l = co_await m.async_acquire(5s);
         REQUIRE(l.owns_lock());
-        const auto held_node = std::string(detail::base_name(l.node()));
-        std::vector<child> kids{spawn(curator(servers, path, "mutex", 1, 0, dir / "curator"))};
+        const auto held_node = std::string(zklock::detail::base_name(l.node()));
+        std::vector<child> kids;
+        kids.push_back(spawn(curator(servers, path, "mutex", 1, 0, dir / "curator")));
         REQUIRE(co_await wait_children(admin, path, 2, 30s) == 2);  // Curator queued behind us
 
         proxy.blackhole();  // the holder is cut off: its session expires on the server
@@ -368,8 +350,8 @@ TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter
         const auto told = std::chrono::steady_clock::now().time_since_epoch().count();
         CHECK(lost_ec == errc::session_expired);
         co_await reap(kids, 60s);
-        REQUIRE(WIFEXITED(kids[0].status));
-        CHECK(WEXITSTATUS(kids[0].status) == 0);
+        REQUIRE(kids[0]->status < 128);  // exited, not killed by a signal
+        CHECK(kids[0]->status == 0);
         auto events = read_log(dir / "curator", "curator:0");
         REQUIRE(events.size() == 2);
         CHECK(events[0].grant);
@@ -404,7 +386,8 @@ TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock clien
         const auto path = root + "/lock";
         co_await z.async_create(root, "", create_mode::persistent);
         co_await z.async_create(path + "-counter", "0", create_mode::persistent);
-        std::vector<child> kids{spawn(curator_tls(server.tls_connect_string(), path, "mutex", 1, 1500, dir / "curator", "alice"))};
+        std::vector<child> kids;
+        kids.push_back(spawn(curator_tls(server.tls_connect_string(), path, "mutex", 1, 1500, dir / "curator", "alice")));
         REQUIRE(co_await wait_children(z, path, 1, 30s) == 1);  // Curator holds the lock
         mutex m{z, path};
         std::int64_t granted_at = 0;
@@ -419,8 +402,8 @@ TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock clien
         }, asio::detached);
         CHECK(co_await wait_children(z, path, 2, 10s) == 2);  // we wait behind Curator
         co_await reap(kids, 60s);
-        REQUIRE(WIFEXITED(kids[0].status));
-        CHECK(WEXITSTATUS(kids[0].status) == 0);
+        REQUIRE(kids[0]->status < 128);  // exited, not killed by a signal
+        CHECK(kids[0]->status == 0);
         CHECK(co_await wait_until([&] { return done; }, 20s));
         auto events = read_log(dir / "curator", "curator:0");
         REQUIRE(events.size() == 2);
@@ -486,7 +469,7 @@ std::vector<std::string> election_worker(const election_flavor& f, const std::st
 // The value (node data) a foreign worker campaigns with in round `round`: its library, pid, round.
 std::string foreign_value(const election_flavor& f, const child& k, int round)
 {
-    return f.library + "-" + std::to_string(k.pid) + "-" + std::to_string(round);
+    return f.library + "-" + std::to_string(k->pid) + "-" + std::to_string(round);
 }
 
 // A leader's listing of the election path, taken while it led.
@@ -520,7 +503,7 @@ std::vector<std::string> check_heads(const std::vector<sighting>& seen)
 {
     std::vector<std::string> problems;
     for (const auto& s : seen) {
-        const auto own = detail::parse_queue_node(s.node);
+        const auto own = zklock::detail::parse_queue_node(s.node);
         if (!own) {
             problems.push_back("not a candidate node: " + s.who + " (" + s.node + ")");
             continue;
@@ -528,7 +511,7 @@ std::vector<std::string> check_heads(const std::vector<sighting>& seen)
         bool present = false;
         for (const auto& c : s.children) {
             present = present || c == s.node;
-            const auto q = detail::parse_queue_node(c);
+            const auto q = zklock::detail::parse_queue_node(c);
             if (!q) problems.push_back("not a candidate: " + c + " (listed by " + s.who + ")");
             else if (q->seq < own->seq)
                 problems.push_back(s.who + " (" + s.node + ") led while an older candidate was present: " + c);
@@ -563,7 +546,7 @@ std::int64_t steady_now() { return std::chrono::steady_clock::now().time_since_e
 awaitable<void> lead(session& s, const std::string& path, leadership& l, std::int64_t granted, std::chrono::milliseconds hold,
                      const std::string& who, std::vector<event>& log, std::vector<sighting>& queues)
 {
-    const std::string node{detail::base_name(l.node())};
+    const std::string node{zklock::detail::base_name(l.node())};
     log.push_back({granted, true, who, node, true});
     auto [lec, kids] = co_await s.async_get_children(path, tuple);
     CHECK_FALSE(lec);
@@ -628,10 +611,7 @@ void run_election_fleet(const election_flavor& f, const std::string& name)
         }
         co_await reap(kids, 120s);
         CHECK(co_await wait_until([&] { return done == candidates; }, 60s));
-        for (const auto& k : kids) {
-            const bool exited_ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
-            CHECK_MESSAGE(exited_ok, "worker status " << k.status);
-        }
+        for (const auto& k : kids) CHECK_MESSAGE(k->status == 0, "worker status " << k->status.value_or(-1));
         CHECK(errors == 0);
 
         for (int w = 0; w < workers; ++w) {
@@ -712,7 +692,8 @@ void run_election_takeover(const election_flavor& f, const std::string& name)
 
         // F1 leads (alone in the queue) and would hold for a minute: it is killed meanwhile.
         const auto f1_log = dir / "f1", f2_log = dir / "f2";
-        std::vector<child> kids{spawn(election_worker(f, servers, path, 1, 60000, f1_log, 1500))};
+        std::vector<child> kids;
+        kids.push_back(spawn(election_worker(f, servers, path, 1, 60000, f1_log, 1500)));
         const auto f1 = co_await wait_log_line(f1_log, "queue", 60s);  // it leads and has listed the path
         REQUIRE_FALSE(f1.empty());
         co_await check_foreign_leader(e, f, f1, foreign_value(f, kids[0], 0));
@@ -744,12 +725,11 @@ void run_election_takeover(const election_flavor& f, const std::string& name)
 
         // F1 dies. Its session expires; Z1 leads. F1's term ends, for the history, when it was killed.
         const auto killed = steady_now();
-        ::kill(kids[0].pid, SIGKILL);
-        ::waitpid(kids[0].pid, &kids[0].status, 0);
+        kids[0]->kill_and_reap();
         events.push_back({killed, false, f.library + ":1", f1, true});
         REQUIRE(co_await wait_until([&] { return z1_done; }, 30s));
         CHECK(l1.is_leader());
-        const std::string z1_node{detail::base_name(l1.node())};
+        const std::string z1_node{zklock::detail::base_name(l1.node())};
         events.push_back({z1_granted, true, "zklock:1", z1_node, true});
         auto [lec, listing] = co_await z1.async_get_children(path, tuple);
         CHECK_FALSE(lec);
@@ -775,8 +755,8 @@ void run_election_takeover(const election_flavor& f, const std::string& name)
         CHECK(f2_events[1].t > asked);  // F2 still led when async_leader answered
         co_await lead(a, path, l2, z2_granted, 10ms, "zklock:2", events, queues);
         co_await reap(kids, 60s);
-        CHECK((WIFSIGNALED(kids[0].status) && WTERMSIG(kids[0].status) == SIGKILL));
-        CHECK((WIFEXITED(kids[1].status) && WEXITSTATUS(kids[1].status) == 0));
+        CHECK(kids[0]->status == 128 + SIGKILL);
+        CHECK(kids[1]->status == 0);
 
         for (const auto& [file, who] : {std::pair{f1_log, f.library + ":1"}, std::pair{f2_log, f.library + ":2"}}) {
             auto more = read_log(file, who);

@@ -170,14 +170,8 @@ std::optional<std::pair<int, std::string>> promtool_check(const scratch_dir& dir
     if (!tool) return std::nullopt;
     const std::string in = dir / "metrics.txt";
     std::ofstream(in, std::ios::binary) << page;
-    const std::string cmd = std::string(tool) + " check metrics < '" + in + "' 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    char buf[512];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    const int ws = ::pclose(p);
-    return std::pair{WIFEXITED(ws) ? WEXITSTATUS(ws) : 128, out};
+    const auto r = test::detail::run_process({tool, "check", "metrics"}, std::chrono::seconds(30), in);
+    return std::pair{r.status, r.out + r.err};
 }
 
 /// "value token" as the example writes it.

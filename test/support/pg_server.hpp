@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace zklock::test {
+
+class child_process;  // support/process_util.hpp
 
 /// A PostgreSQL server (Debian's `postgresql` package: initdb and postgres from
 /// $ZKLOCK_PG_BINDIR, else the newest /usr/lib/postgresql/N/bin) in a temp dir of its own:
@@ -35,7 +38,7 @@ public:
     /// The same as libpq's environment variables ("PGHOST=127.0.0.1", ...), for child processes.
     std::vector<std::string> environment() const;
     /// PID of the postmaster, -1 when not running.
-    pid_t pid() const { return pid_; }
+    pid_t pid() const;
     /// The postmaster and its children (backends, checkpointer, ...), read from /proc.
     std::vector<pid_t> processes() const;
 
@@ -50,7 +53,7 @@ public:
     /// SIGQUIT: PostgreSQL's immediate shutdown (its clients' connections are closed at once,
     /// as in a crash); waits for the postmaster to exit.
     void crash();
-    bool running() const { return pid_ > 0; }
+    bool running() const;
 
     std::filesystem::path dir() const { return dir_; }
     std::string log_tail(std::size_t lines = 40) const;
@@ -62,7 +65,7 @@ private:
     std::filesystem::path dir_;
     std::filesystem::path bindir_;
     std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
+    std::unique_ptr<child_process> postmaster_;
 };
 
 /// psql on PATH (Debian's postgresql-client), the program the guide's command lines run.

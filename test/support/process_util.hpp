@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -26,6 +27,9 @@ std::string read_file_from(const std::filesystem::path& path, std::uintmax_t off
 /// The last `lines` lines of `text`.
 std::string tail_lines(const std::string& text, std::size_t lines);
 
+/// `name` looked up in PATH as execvp does (a name with a slash is a path), or "" if not found.
+std::string find_in_path(const std::string& name);
+
 struct process_result {
     /// The exit status, or 128 + the signal that killed it.
     int status = -1;
@@ -35,12 +39,12 @@ struct process_result {
     bool timed_out = false;
 };
 
-/// Runs args[0] (looked up in PATH) with args[1..] and stdin from /dev/null, and returns its
-/// exit status and what it wrote on stdout and stderr. For short-lived tools such as openssl:
-/// it is not put in a process group of its own; a child still running after `timeout` is killed.
-/// Throws std::system_error when it cannot be started.
+/// Runs args[0] (looked up in PATH) with args[1..] and stdin from `input` (a file; /dev/null if
+/// empty), and returns its exit status and what it wrote on stdout and stderr (a child_process).
+/// For short-lived tools such as openssl: it is not put in a process group of its own; a child
+/// still running after `timeout` is killed. Throws std::system_error when it cannot be started.
 process_result run_process(const std::vector<std::string>& args,
-                           std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                           std::chrono::milliseconds timeout = std::chrono::seconds(30), const std::string& input = {});
 
 }  // namespace zklock::test::detail
 
@@ -63,15 +67,32 @@ private:
     std::filesystem::path dir_;
 };
 
-/// How child_process::start() sets up the child.
-struct child_options {
-    std::vector<std::string> env;    // "NAME=value" added to (or replacing in) the environment
-    std::vector<std::string> unset;  // names left out of the environment
-    int controlling_tty = -1;        // a pty slave: the child becomes a session leader with it as stdin
+/// Where one of a child's output streams goes: a file (truncated, or appended to), a descriptor
+/// the caller keeps (a pipe's write end), or, when neither is given, the test process's own.
+struct child_output {
+    std::string file{};
+    bool append = false;
+    int fd = -1;
 };
 
-/// A program run in the background, its stdout and stderr in files and stdin /dev/null (or a
-/// terminal). It is started with PR_SET_PDEATHSIG (a crashed test leaves nothing running), and one
+/// How child_process::start() sets up the child.
+struct child_options {
+    child_output out{}, err{};       // stdout and stderr
+    std::string in_file{};           // stdin from this file
+    bool inherit_stdin = false;      // else the test process's stdin, else /dev/null
+    int controlling_tty = -1;        // a pty slave: the child becomes a session leader with it as stdin
+    std::vector<std::string> env{};  // "NAME=value" added to (or replacing in) the environment
+    std::vector<std::string> unset{};  // names left out of the environment
+    bool search_path = false;        // argv[0] is a name looked up in PATH, not a path
+    bool own_group = false;          // a process group of its own, which signal() and kill_and_reap() reach
+    bool default_signals = false;    // SIGTERM, SIGINT, SIGHUP and SIGPIPE back to SIG_DFL
+    bool close_other_fds = false;    // descriptors 3 and up closed (Asio's sockets are not close-on-exec)
+    std::optional<std::pair<uid_t, gid_t>> user{};  // run as this user and group (the caller is root)
+};
+
+/// A program run in the background: every process the tests start goes through here. stdin is
+/// /dev/null unless told otherwise, the signal mask is emptied, and the child gets SIGKILL when
+/// the thread that started it dies (PR_SET_PDEATHSIG: a crashed test leaves nothing running). One
 /// still running when this is destroyed is killed (SIGKILL) and reaped.
 class child_process {
 public:
@@ -80,15 +101,21 @@ public:
     child_process(const child_process&) = delete;
     child_process& operator=(const child_process&) = delete;
 
-    /// fork + execve of argv[0] (a path) with everything prepared before the fork (the test process
-    /// may have threads); a child that cannot exec exits 127. Throws std::system_error when a file
-    /// cannot be opened or fork fails.
+    /// fork + execve of argv[0] with everything prepared before the fork (the test process may
+    /// have threads). A child that cannot exec says so on its stderr and exits 127; one that
+    /// cannot become `options.user` exits 125. Throws std::system_error when a file cannot be
+    /// opened, the program is not found in PATH (search_path), or fork fails. A child that has
+    /// ended may be started again.
+    void start(const std::vector<std::string>& argv, const child_options& options);
+    /// As above, stdout and stderr to files of their own (truncated), which out() and err() read.
     void start(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path,
-               const child_options& options = {});
+               child_options options = {});
 
     /// Whether it has ended (or was never started); reaps it and sets `status` once it has.
     bool poll();
-    /// `sig` to it, unless it has ended.
+    /// Blocks until it has ended; its status.
+    int wait();
+    /// `sig` to it (to its group, with own_group), unless it has ended.
     void signal(int sig);
     /// SIGKILL and a blocking wait, unless it has ended.
     void kill_and_reap();
@@ -98,7 +125,11 @@ public:
 
     pid_t pid = -1;
     std::string out_file, err_file;
-    std::optional<int> status;  // the shell's convention: exit code, or 128+N for signal N
+    std::optional<int> status;  // the shell's convention: exit code, or 128+N for signal N (-1:
+                                // someone else reaped it)
+
+private:
+    bool own_group_ = false;
 };
 
 }  // namespace zklock::test

@@ -1,14 +1,13 @@
 // with_zookeeper PROGRAM [ARGS...] — starts a throwaway ZooKeeper server on a free loopback port,
 // runs PROGRAM with ZK_SERVERS=127.0.0.1:PORT in its environment, stops the server, and exits
 // with PROGRAM's status. Used by ctest to run the examples against a real server.
+#include "support/process_util.hpp"
 #include "support/zk_server.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 int main(int argc, char** argv)
 {
@@ -18,16 +17,11 @@ int main(int argc, char** argv)
     }
     try {
         zklock::test::zk_server server;
-        ::setenv("ZK_SERVERS", server.connect_string().c_str(), 1);
-        pid_t child = ::fork();
-        if (child == 0) {
-            ::execvp(argv[1], argv + 1);
-            std::perror("exec");
-            ::_exit(127);
-        }
-        int status = 0;
-        ::waitpid(child, &status, 0);
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        // PROGRAM shares our standard streams.
+        zklock::test::child_process program;
+        program.start(std::vector<std::string>(argv + 1, argv + argc),
+                      {.inherit_stdin = true, .env = {"ZK_SERVERS=" + server.connect_string()}, .search_path = true});
+        const int code = program.wait();
         if (code != 0) {
             server.keep_files();
             std::fprintf(stderr, "with_zookeeper: %s exited with %d; server log:\n%s\n", argv[1], code,

@@ -8,10 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -269,37 +266,22 @@ std::string run_cli(const std::string& server, const tls_client_files* tls, cons
     }
     args.insert(args.end(), {"-cp", classpath, "org.apache.zookeeper.ZooKeeperMain", "-server", server});
     args.insert(args.end(), command.begin(), command.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
+    // stdout and stderr on one pipe; its own process group, so that a timeout kills the whole JVM.
     int out[2];
     sys_check(::pipe2(out, O_CLOEXEC), "pipe2");
-    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
-        sigset_t all;
-        ::sigemptyset(&all);
-        ::sigprocmask(SIG_SETMASK, &all, nullptr);
-        for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
-        ::dup2(null_fd, 0);
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        ::syscall(SYS_close_range, 3U, ~0U, 0U);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    const int fork_errno = errno;
-    ::close(out[1]);
-    if (null_fd >= 0) ::close(null_fd);
-    if (pid < 0) {
+    child_process cli;
+    try {
+        cli.start(args, {.out = {.fd = out[1]},
+                         .err = {.fd = out[1]},
+                         .own_group = true,
+                         .default_signals = true,
+                         .close_other_fds = true});
+    } catch (...) {
         ::close(out[0]);
-        throw std::system_error(fork_errno, std::generic_category(), "fork");
+        ::close(out[1]);
+        throw;
     }
+    ::close(out[1]);
     const auto deadline = clock_type::now() + timeout;
     std::string output;
     bool timed_out = false;
@@ -320,14 +302,11 @@ std::string run_cli(const std::string& server, const tls_client_files* tls, cons
     }
     ::close(out[0]);
     // It exits right after its output ends; past the deadline it is killed.
-    for (int status = 0;;) {
+    while (!cli.poll()) {
         if (timed_out || clock_type::now() >= deadline) {
-            ::kill(-pid, SIGKILL);
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            cli.kill_and_reap();
             break;
         }
-        const pid_t w = ::waitpid(pid, &status, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) break;
         std::this_thread::sleep_for(20ms);
     }
     if (timed_out)
@@ -352,6 +331,7 @@ std::string zookeeper_cli_tls(std::uint16_t tls_port, const tls_client_files& tl
 zk_server::zk_server(server_options options)
     : options_(std::move(options)),
       dir_(detail::make_temp_dir("zklock-zk")),
+      process_(std::make_unique<child_process>()),
       uncaught_(std::uncaught_exceptions())
 {
     pick_ports();
@@ -366,8 +346,8 @@ zk_server::zk_server(server_options options)
 }
 
 zk_server::zk_server(member_tag, fs::path dir, std::uint16_t port, const server_options& options, std::uint16_t tls_port)
-    : options_(options), dir_(std::move(dir)), port_(port), tls_port_(tls_port), member_(true),
-      uncaught_(std::uncaught_exceptions())
+    : options_(options), dir_(std::move(dir)), port_(port), tls_port_(tls_port),
+      process_(std::make_unique<child_process>()), member_(true), uncaught_(std::uncaught_exceptions())
 {
 }
 
@@ -401,7 +381,7 @@ void zk_server::pick_ports()
     if (options_.tls.enabled()) tls_port_ = ports[1];
 }
 
-pid_t zk_server::pid() const { return running() ? pid_ : -1; }
+pid_t zk_server::pid() const { return running() ? process_->pid : -1; }
 
 void zk_server::write_config() const
 {
@@ -494,44 +474,13 @@ void zk_server::spawn()
     args.insert(args.end(), {"-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                              (dir_ / "zoo.cfg").string()});
 
-    // Everything the child needs is prepared here: between fork and exec only async-signal-safe calls.
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int log_fd =
-        sys_check(::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), "open log");
-    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const long max_fd = ::sysconf(_SC_OPEN_MAX);
-    const pid_t parent = ::getpid();
-    std::string banner = "---- zklock::test: starting " + args.front() + " on port " + std::to_string(port_) + "\n";
-    (void)!::write(log_fd, banner.data(), banner.size());
-
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-        sigset_t all;
-        ::sigemptyset(&all);
-        ::sigprocmask(SIG_SETMASK, &all, nullptr);
-        for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
-        ::dup2(null_fd, 0);
-        ::dup2(log_fd, 1);
-        ::dup2(log_fd, 2);
-        // Do not leak the test's sockets (Asio's are not close-on-exec) into the server.
-        if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-            for (long fd = 3; fd < max_fd; ++fd) ::close(static_cast<int>(fd));
-        ::execv(argv[0], argv.data());
-        constexpr char msg[] = "zklock::test: exec java failed\n";
-        (void)!::write(2, msg, sizeof msg - 1);
-        ::_exit(127);
-    }
-    const int fork_errno = errno;
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    if (pid < 0) throw std::system_error(fork_errno, std::generic_category(), "fork");
-    ::setpgid(pid, pid);  // also here, so the group exists before either side runs on
-    pid_ = pid;
+    // stdout and stderr appended to the log, after a line that says which start this is.
+    std::ofstream(log_path(), std::ios::app) << "---- zklock::test: starting " << args.front() << " on port " << port_ << "\n";
+    process_->start(args, {.out = {.file = log_path().string(), .append = true},
+                          .err = {.file = log_path().string(), .append = true},
+                          .own_group = true,
+                          .default_signals = true,
+                          .close_other_fds = true});
 }
 
 void zk_server::wait_up(clock_type::time_point deadline)
@@ -558,22 +507,15 @@ void zk_server::wait_up(clock_type::time_point deadline)
 
 bool zk_server::reap(bool block) const
 {
-    if (pid_ <= 0) return true;
-    for (;;) {
-        int status = 0;
-        pid_t r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
-        if (r == 0) return false;
-        if (r < 0 && errno == EINTR) continue;
-        pid_ = -1;  // exited, or already reaped by someone else (ECHILD)
-        return true;
-    }
+    if (block) process_->wait();
+    return process_->poll();
 }
 
 bool zk_server::running() const { return !reap(false); }
 
 void zk_server::terminate()
 {
-    if (!reap(false) && ::kill(-pid_, SIGTERM) != 0) ::kill(pid_, SIGTERM);
+    process_->signal(SIGTERM);
 }
 
 void zk_server::stop()
@@ -590,9 +532,7 @@ void zk_server::stop()
 
 void zk_server::kill()
 {
-    if (reap(false)) return;
-    if (::kill(-pid_, SIGKILL) != 0) ::kill(pid_, SIGKILL);
-    reap(true);
+    process_->kill_and_reap();
 }
 
 std::string zk_server::four_letter(const std::string& cmd) const { return four_letter_within(cmd, 3s); }

@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace zklock::test {
+
+class child_process;  // support/process_util.hpp
 
 class zk_ensemble;
 
@@ -145,7 +148,7 @@ private:
     std::filesystem::path dir_;
     std::uint16_t port_ = 0;
     std::uint16_t tls_port_ = 0;
-    mutable pid_t pid_ = -1;
+    std::unique_ptr<child_process> process_;  // the java process
     bool member_ = false;   // of a zk_ensemble, which writes zoo.cfg and owns the dir
     bool started_ = false;  // once up, the port is fixed
     bool keep_ = false;
