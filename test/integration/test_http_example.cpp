@@ -2,6 +2,7 @@
 // driven concurrently by a Beast client in this process. Checks no lost update, every request
 // answered, single-threaded servers, and the fencing token at work against a paused holder.
 #include "../common.hpp"
+#include "http_example_fixture.hpp"
 #include "server.hpp"
 #include "support/process_util.hpp"
 
@@ -33,118 +34,6 @@ using tcp = asio::ip::tcp;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// One http_counter process (support/process_util.hpp: killed when the test ends however it ends).
-struct counter_server : child_process {
-    unsigned short port = 0;
-
-    /// Threads of the process now (/proc/PID/task entries).
-    int threads() const
-    {
-        int n = 0;
-        std::error_code ec;
-        for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec); !ec && it != fs::directory_iterator();
-             it.increment(ec))
-            ++n;
-        return n;
-    }
-};
-
-void start(counter_server& s, const scratch_dir& dir, const std::string& name, const std::vector<std::string>& extra)
-{
-    std::vector<std::string> args{HTTP_COUNTER_PATH, "--port", "0", "--address", "127.0.0.1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    s.start(args, dir / (name + ".out"), dir / (name + ".err"));
-}
-
-/// Waits for "http_counter listening on 127.0.0.1:PORT".
-awaitable<void> wait_listening(counter_server& s, std::chrono::milliseconds limit = 20s)
-{
-    const auto deadline = clock_type::now() + limit;
-    const std::string prefix = "http_counter listening on 127.0.0.1:";
-    for (;;) {
-        const auto out = s.out();
-        if (auto at = out.find(prefix); at != std::string::npos && out.find('\n', at) != std::string::npos) {
-            s.port = static_cast<unsigned short>(std::stoi(out.substr(at + prefix.size())));
-            co_return;
-        }
-        REQUIRE_MESSAGE(!s.poll(), "http_counter exited with " << *s.status << ": " << s.err());
-        REQUIRE_MESSAGE(clock_type::now() < deadline, "http_counter did not start: " << s.err());
-        co_await sleep_for(10ms);
-    }
-}
-
-/// SIGTERM, then (bounded) wait; SIGKILL if it does not stop. Returns the exit status.
-awaitable<int> stop(counter_server& s, std::chrono::milliseconds limit = 10s)
-{
-    s.signal(SIGTERM);
-    const auto deadline = clock_type::now() + limit;
-    while (!s.poll() && clock_type::now() < deadline) co_await sleep_for(10ms);
-    if (!s.poll()) {
-        ::kill(s.pid, SIGKILL);
-        while (!s.poll()) co_await sleep_for(10ms);
-        FAIL_CHECK("http_counter did not stop on SIGTERM within " << limit.count() << " ms");
-    }
-    co_return *s.status;
-}
-
-struct reply {
-    int status = 0;  // 0: no answer (transport error)
-    std::string retry_after;
-    std::string body;
-    std::string error;
-};
-
-/// One request on a keep-alive connection (connected on first use), bounded in time.
-struct client {
-    explicit client(asio::any_io_executor ex, unsigned short p) : stream(std::move(ex)), port(p) {}
-    beast::tcp_stream stream;
-    unsigned short port;
-    bool connected = false;
-    beast::flat_buffer buffer;
-
-    awaitable<reply> request(http::verb verb, std::string target)
-    {
-        reply r;
-        stream.expires_after(20s);
-        if (!connected) {
-            const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
-            auto [cec] = co_await stream.async_connect(ep, tuple);
-            if (cec) {
-                r.error = "connect: " + cec.message();
-                co_return r;
-            }
-            connected = true;
-        }
-        http::request<http::empty_body> req(verb, target, 11);
-        req.set(http::field::host, "127.0.0.1");
-        req.keep_alive(true);
-        auto [wec, wn] = co_await http::async_write(stream, req, tuple);
-        http::response<http::string_body> res;
-        if (!wec) {
-            auto [rec, rn] = co_await http::async_read(stream, buffer, res, tuple);
-            if (rec) r.error = "read: " + rec.message();
-        } else {
-            r.error = "write: " + wec.message();
-        }
-        if (!r.error.empty()) {
-            beast::error_code ignored;
-            stream.socket().close(ignored);
-            connected = false;
-            buffer.clear();
-            co_return r;
-        }
-        r.status = static_cast<int>(res.result_int());
-        r.retry_after = std::string(res[http::field::retry_after]);
-        r.body = res.body();
-        if (!res.keep_alive()) {
-            beast::error_code ignored;
-            stream.socket().close(ignored);
-            connected = false;
-        }
-        co_return r;
-    }
-};
 
 std::int64_t number(const std::string& s) { return std::stoll(s); }
 
@@ -196,9 +85,9 @@ TEST_CASE("http_counter: two instances, 16 concurrent clients, no lost update")
             const std::string file = dir / "counter";
             const std::vector<std::string> common{"--servers", servers, "--lock", lock, "--file", file,
                                                   "--hold-ms", "2", "--lock-timeout-ms", "5000"};
-            counter_server a, b;
-            start(a, dir, "a", common);
-            start(b, dir, "b", common);
+            example_server a, b;
+            start(a, HTTP_COUNTER_PATH, dir, "a", common);
+            start(b, HTTP_COUNTER_PATH, dir, "b", common);
             co_await wait_listening(a);
             co_await wait_listening(b);
 
@@ -213,7 +102,7 @@ TEST_CASE("http_counter: two instances, 16 concurrent clients, no lost update")
                     ex,
                     [&, c]() -> awaitable<void> {
                         const int which = c % 2;
-                        client cl(ex, which == 0 ? a.port : b.port);
+                        http_client cl(ex, which == 0 ? a.port : b.port);
                         while (handed_out < total) {
                             ++handed_out;
                             const auto r = co_await cl.request(http::verb::post, "/increment");
@@ -250,7 +139,7 @@ TEST_CASE("http_counter: two instances, 16 concurrent clients, no lost update")
             CHECK(max_threads_b == 1);
 
             // No lost update: the counter equals the number of acknowledged increments.
-            client ca(ex, a.port), cb(ex, b.port);
+            http_client ca(ex, a.port), cb(ex, b.port);
             const auto va = co_await ca.request(http::verb::get, "/value");
             const auto vb = co_await cb.request(http::verb::get, "/value");
             REQUIRE(va.status == 200);
@@ -285,10 +174,10 @@ TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 
         const auto lock = unique_path("http-busy");
         const std::string file = dir / "counter";
         const std::vector<std::string> args{"--servers", servers, "--lock", lock, "--file", file, "--lock-timeout-ms", "300"};
-        counter_server srv;
-        start(srv, dir, "srv", args);
+        example_server srv;
+        start(srv, HTTP_COUNTER_PATH, dir, "srv", args);
         co_await wait_listening(srv);
-        client cl(ex, srv.port);
+        http_client cl(ex, srv.port);
 
         session zk{ex, config_for(servers)};
         co_await connect(zk);
@@ -296,10 +185,10 @@ TEST_CASE("http_counter: 503 with Retry-After while the lock is held elsewhere, 
         auto held = co_await m.async_acquire(5s);
         const auto t0 = clock_type::now();
         // While the request waits behind our lease: the service's /metrics shows one waiter on the path.
-        std::optional<reply> waiting;
+        std::optional<http_reply> waiting;
         asio::co_spawn(ex, [&]() -> awaitable<void> { waiting = co_await cl.request(http::verb::post, "/increment"); },
                        asio::detached);
-        client scraper(ex, srv.port);
+        http_client scraper(ex, srv.port);
         const std::string path_labels = "{app=\"http_counter\",path=\"" + lock + "\"}";
         double waiters = -1;
         for (int i = 0; i < 100 && waiters != 1 && !waiting; ++i) {  // until its acquire has started
@@ -371,20 +260,14 @@ TEST_CASE("http_counter: a paused holder's write is fenced off after its session
                                                   "--hold-ms", "1000", "--session-timeout-ms", "1000"};
             const std::vector<std::string> args_b{"--servers", servers, "--lock", lock, "--file", file,
                                                   "--lock-timeout-ms", "10000"};
-            counter_server a, b;
-            start(a, dir, "a", args_a);
-            start(b, dir, "b", args_b);
+            example_server a, b;
+            start(a, HTTP_COUNTER_PATH, dir, "a", args_a);
+            start(b, HTTP_COUNTER_PATH, dir, "b", args_b);
             co_await wait_listening(a);
             co_await wait_listening(b);
 
-            std::optional<reply> paused_reply;
-            asio::co_spawn(
-                ex,
-                [&]() -> awaitable<void> {
-                    client ca(ex, a.port);
-                    paused_reply = co_await ca.request(http::verb::post, "/increment");
-                },
-                asio::detached);
+            std::optional<http_reply> paused_reply;
+            request_detached(ex, a.port, http::verb::post, "/increment", paused_reply);
             // a holds the lock once it has claimed the counter with its token; then freeze it.
             const auto deadline = clock_type::now() + 20s;
             while (read_counter(file).second <= 0 && clock_type::now() < deadline) co_await sleep_for(2ms);
@@ -396,7 +279,7 @@ TEST_CASE("http_counter: a paused holder's write is fenced off after its session
             session zk{ex, config_for(servers)};
             co_await connect(zk);
             REQUIRE(co_await wait_children(zk, lock, 0, 20s) == 0);
-            client cb(ex, b.port);
+            http_client cb(ex, b.port);
             const auto rb = co_await cb.request(http::verb::post, "/increment");
             CHECK(rb.status == 200);
             CHECK(rb.body == "1\n");
@@ -410,13 +293,8 @@ TEST_CASE("http_counter: a paused holder's write is fenced off after its session
             CHECK(read_counter(file).first == 1);  // a's stale increment did not land
 
             // a has a fresh session (reconnect_on_expiry) and works again.
-            client ca2(ex, a.port);
-            reply again;
-            for (int i = 0; i < 50; ++i) {
-                again = co_await ca2.request(http::verb::post, "/increment");
-                if (again.status != 503) break;
-                co_await sleep_for(100ms);
-            }
+            http_client ca2(ex, a.port);
+            const auto again = co_await request_until_served(ca2, http::verb::post, "/increment");
             CHECK(again.status == 200);
             CHECK(again.body == "2\n");
             CHECK(a.threads() == 1);

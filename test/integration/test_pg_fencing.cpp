@@ -2,6 +2,7 @@
 // server.hpp: docs/guide.md's SQL run as written, examples/http_counter_pg (two instances, a paused
 // holder, a database that stalls or crashes mid-request), and the zklock tool with psql.
 #include "../common.hpp"
+#include "http_example_fixture.hpp"
 #include "server.hpp"
 #include "support/pg_server.hpp"
 #include "support/process_util.hpp"
@@ -88,98 +89,6 @@ std::int64_t column(pg_server& pg, const std::string& name)
 {
     return std::stoll(pg.psql("SELECT " + name + " FROM counter WHERE id = 1"));
 }
-
-// ---- http_counter_pg as a process, and an HTTP client -----------------------------------------------
-
-struct counter_server : child_process {
-    unsigned short port = 0;
-};
-
-void start(counter_server& s, const scratch_dir& dir, const std::string& name, const std::vector<std::string>& extra)
-{
-    std::vector<std::string> args{HTTP_COUNTER_PG_PATH, "--port", "0", "--address", "127.0.0.1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    s.start(args, dir / (name + ".out"), dir / (name + ".err"));
-}
-
-awaitable<void> wait_listening(counter_server& s)
-{
-    const auto deadline = clock_type::now() + 20s;
-    const std::string prefix = "http_counter_pg listening on 127.0.0.1:";
-    for (;;) {
-        const auto out = s.out();
-        if (auto at = out.find(prefix); at != std::string::npos && out.find('\n', at) != std::string::npos) {
-            s.port = static_cast<unsigned short>(std::stoi(out.substr(at + prefix.size())));
-            co_return;
-        }
-        REQUIRE_MESSAGE(!s.poll(), "http_counter_pg exited with " << *s.status << ": " << s.err());
-        REQUIRE_MESSAGE(clock_type::now() < deadline, "http_counter_pg did not start: " << s.err());
-        co_await sleep_for(10ms);
-    }
-}
-
-/// SIGTERM, then a bounded wait; the exit status.
-awaitable<int> stop(counter_server& s)
-{
-    s.signal(SIGTERM);
-    const auto deadline = clock_type::now() + 10s;
-    while (!s.poll() && clock_type::now() < deadline) co_await sleep_for(10ms);
-    if (!s.poll()) {
-        s.kill_and_reap();
-        FAIL_CHECK("http_counter_pg did not stop on SIGTERM within 10 s");
-    }
-    co_return *s.status;
-}
-
-struct reply {
-    int status = 0;  // 0: no answer
-    std::string retry_after, body, error;
-};
-
-/// One request at a time on a keep-alive connection, bounded in time (20 s).
-struct client {
-    client(asio::any_io_executor ex, unsigned short p) : stream(std::move(ex)), port(p) {}
-    beast::tcp_stream stream;
-    unsigned short port;
-    bool connected = false;
-    beast::flat_buffer buffer;
-
-    awaitable<reply> request(http::verb verb, std::string target)
-    {
-        reply r;
-        stream.expires_after(20s);
-        if (!connected) {
-            auto [cec] = co_await stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), tuple);
-            if (cec) {
-                r.error = "connect: " + cec.message();
-                co_return r;
-            }
-            connected = true;
-        }
-        http::request<http::empty_body> req(verb, target, 11);
-        req.set(http::field::host, "127.0.0.1");
-        req.keep_alive(true);
-        auto [wec, wn] = co_await http::async_write(stream, req, tuple);
-        http::response<http::string_body> res;
-        if (!wec) {
-            auto [rec, rn] = co_await http::async_read(stream, buffer, res, tuple);
-            if (rec) r.error = "read: " + rec.message();
-        } else {
-            r.error = "write: " + wec.message();
-        }
-        if (!r.error.empty() || !res.keep_alive()) {
-            beast::error_code ignored;
-            stream.socket().close(ignored);
-            connected = false;
-            buffer.clear();
-            if (!r.error.empty()) co_return r;
-        }
-        r.status = static_cast<int>(res.result_int());
-        r.retry_after = std::string(res[http::field::retry_after]);
-        r.body = res.body();
-        co_return r;
-    }
-};
 
 /// Polls until `fence_zxid` in the table differs from `old` (a holder has claimed the row).
 awaitable<std::int64_t> wait_claimed(pg_server& pg, std::int64_t old)
@@ -346,11 +255,11 @@ TEST_CASE("http_counter_pg: two instances (one in cohort mode), 16 concurrent cl
             const auto lock = unique_path("http-counter-pg");
             const std::vector<std::string> common{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
                                                   "--hold-ms", "2", "--lock-timeout-ms", "10000"};
-            counter_server a, b;
+            example_server a, b;
             auto args_a = common;
             args_a.push_back("--cohort");
-            start(a, dir, "a", args_a);
-            start(b, dir, "b", common);
+            start(a, HTTP_COUNTER_PG_PATH, dir, "a", args_a);
+            start(b, HTTP_COUNTER_PG_PATH, dir, "b", common);
             co_await wait_listening(a);
             co_await wait_listening(b);
 
@@ -365,7 +274,7 @@ TEST_CASE("http_counter_pg: two instances (one in cohort mode), 16 concurrent cl
                     ex,
                     [&, c]() -> awaitable<void> {
                         const int which = c % 2;
-                        client cl(ex, which == 0 ? a.port : b.port);
+                        http_client cl(ex, which == 0 ? a.port : b.port);
                         while (handed_out < total) {
                             ++handed_out;
                             const auto r = co_await cl.request(http::verb::post, "/increment");
@@ -396,7 +305,7 @@ TEST_CASE("http_counter_pg: two instances (one in cohort mode), 16 concurrent cl
 
             // No lost update: the row counts every acknowledged increment.
             CHECK(column(pg, "value") == ok);
-            client ca(ex, a.port);
+            http_client ca(ex, a.port);
             const auto v = co_await ca.request(http::verb::get, "/value");
             CHECK(v.status == 200);
             CHECK(v.body == std::to_string(ok) + "\n");
@@ -427,20 +336,14 @@ TEST_CASE("http_counter_pg: a holder paused past its session timeout is refused 
                                                   "--hold-ms", "3000", "--session-timeout-ms", "2000"};
             const std::vector<std::string> args_b{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
                                                   "--lock-timeout-ms", "10000"};
-            counter_server a, b;
-            start(a, dir, "a", args_a);
-            start(b, dir, "b", args_b);
+            example_server a, b;
+            start(a, HTTP_COUNTER_PG_PATH, dir, "a", args_a);
+            start(b, HTTP_COUNTER_PG_PATH, dir, "b", args_b);
             co_await wait_listening(a);
             co_await wait_listening(b);
 
-            std::optional<reply> paused_reply;
-            asio::co_spawn(
-                ex,
-                [&]() -> awaitable<void> {
-                    client ca(ex, a.port);
-                    paused_reply = co_await ca.request(http::verb::post, "/increment");
-                },
-                asio::detached);
+            std::optional<http_reply> paused_reply;
+            request_detached(ex, a.port, http::verb::post, "/increment", paused_reply);
             // Once a has read the value and claimed the row with its fence, freeze it mid-work.
             const auto fence_a = co_await wait_claimed(pg, 0);
             REQUIRE(::kill(a.pid, SIGSTOP) == 0);
@@ -450,7 +353,7 @@ TEST_CASE("http_counter_pg: a holder paused past its session timeout is refused 
             session zk{ex, config_for(servers)};
             co_await connect(zk);
             REQUIRE(co_await wait_children(zk, lock, 0, 20s) == 0);
-            client cb(ex, b.port);
+            http_client cb(ex, b.port);
             const auto rb = co_await cb.request(http::verb::post, "/increment");
             CHECK(rb.status == 200);
             CHECK(rb.body == "1\n");
@@ -470,13 +373,8 @@ TEST_CASE("http_counter_pg: a holder paused past its session timeout is refused 
             CHECK(column(pg, "value") == 1);
 
             // a has a fresh session (reconnect_on_expiry) and works again.
-            client ca2(ex, a.port);
-            reply again;
-            for (int i = 0; i < 50; ++i) {
-                again = co_await ca2.request(http::verb::post, "/increment");
-                if (again.status != 503) break;
-                co_await sleep_for(100ms);
-            }
+            http_client ca2(ex, a.port);
+            const auto again = co_await request_until_served(ca2, http::verb::post, "/increment");
             CHECK(again.status == 200);
             CHECK(again.body == "2\n");
             CHECK(co_await stop(a) == 0);
@@ -587,22 +485,16 @@ TEST_CASE("http_counter_pg: a database that stalls or crashes mid-request: a cle
             const auto lock = unique_path("http-pg-gone");
             const std::vector<std::string> args{"--servers", servers, "--lock", lock, "--pg", pg.conninfo(),
                                                 "--hold-ms", "1000", "--db-timeout-ms", "1000"};
-            counter_server srv;
-            start(srv, dir, "srv", args);
+            example_server srv;
+            start(srv, HTTP_COUNTER_PG_PATH, dir, "srv", args);
             co_await wait_listening(srv);
             session zk{ex, config_for(servers)};
             co_await connect(zk);
 
             // The server stops answering (SIGSTOP) between the claim and the write.
-            std::optional<reply> r1;
+            std::optional<http_reply> r1;
             auto t0 = clock_type::now();
-            asio::co_spawn(
-                ex,
-                [&]() -> awaitable<void> {
-                    client c1(ex, srv.port);
-                    r1 = co_await c1.request(http::verb::post, "/increment");
-                },
-                asio::detached);
+            request_detached(ex, srv.port, http::verb::post, "/increment", r1);
             const auto fence1 = co_await wait_claimed(pg, 0);
             pg.pause();
             while (!r1) co_await sleep_for(10ms);
@@ -627,13 +519,13 @@ TEST_CASE("http_counter_pg: a database that stalls or crashes mid-request: a cle
             CHECK(column(pg, "value") == 1);
 
             // It works again (a fresh connection: the stalled one was closed).
-            client cl(ex, srv.port);
+            http_client cl(ex, srv.port);
             const auto r2 = co_await cl.request(http::verb::post, "/increment");
             CHECK(r2.status == 200);
             CHECK(r2.body == "2\n");
 
             // The server crashes (immediate shutdown) between the claim and the write.
-            std::optional<reply> r3;
+            std::optional<http_reply> r3;
             const auto fence2 = column(pg, "fence_zxid");  // (read before the request is sent)
             t0 = clock_type::now();
             asio::co_spawn(
