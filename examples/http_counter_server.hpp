@@ -286,7 +286,7 @@ private:
 /// Connects to ZooKeeper, checks the store once (a wrong address or a missing table is told
 /// now, not at the first request), then serves until SIGINT or SIGTERM. Returns the exit status.
 template <counter_store Store>
-awaitable<int> run(const options& o, Store& store)
+awaitable<int> run(options o, Store& store)
 {
     auto ex = co_await asio::this_coro::executor;
     zklock::session_config config;  // (GCC 12: no braced temporary next to a co_await)
