@@ -147,6 +147,21 @@ public:
     /// Why the lease was lost (empty unless status() == lost).
     error_code lost_reason() const noexcept;
 
+    /// What read() returns: the lease's queries as they all stand at one instant.
+    struct reading {
+        lease_status status = lease_status::released;  ///< as status()
+        error_code lost_reason;                         ///< as lost_reason()
+        /// As valid_until(): time_point::min() unless `status` is held or suspended.
+        std::chrono::steady_clock::time_point valid_until = std::chrono::steady_clock::time_point::min();
+    };
+    /// status(), lost_reason() and valid_until() from one reading of the session's evidence, at
+    /// one instant. Three separate calls each read the clock: across a deadline (the evidence's
+    /// T/2, docs/liveness.md) between them, status() may say held and valid_until() min(), or
+    /// valid_until() a time already passed. Here the three agree: `valid_until` is later than the
+    /// instant of the call when `status` is held or suspended (the reading is lost at that
+    /// deadline), and min() otherwise. Call it on the session's executor, as every query.
+    reading read() const noexcept;
+
     /// Releases the lock: deletes our node.
     ///
     /// Completion signature: void(error_code). status() is released from the call on, and pending

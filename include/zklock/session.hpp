@@ -123,6 +123,11 @@ public:
     session(executor_type ex) : session(std::move(ex), session_config{}) {}
     /// A session on `ex` with `config`. Does not connect.
     session(executor_type ex, const session_config& config);
+    /// Not for applications (they use the constructors above): a session whose requests, leases
+    /// and locks go to `port`, and whose async_connect, async_close, async_wait_state_change,
+    /// config(), negotiated_timeout() and set_servers() go to `control`, both answered by code of
+    /// zklock's own (the simulation's port, in test/sim/). The two may be one object.
+    session(detail::session_ptr port, detail::control_ptr control) noexcept;
     /// A session on `ctx`'s executor with session_config{}. Does not connect.
     template <class ExecutionContext>
         requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
@@ -197,7 +202,7 @@ public:
     auto async_connect(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            op<&detail::initiate_connect>{impl_}, token);
+            op<&detail::initiate_connect>{impl_}, token, control_);
     }
 
     /// Closes the ZooKeeper session: its ephemeral nodes go at once.
@@ -225,7 +230,7 @@ public:
     auto async_close(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
-            op<&detail::initiate_close>{impl_}, token);
+            op<&detail::initiate_close>{impl_}, token, control_);
     }
 
     /// Completes at the next change of state(), with the new state.
@@ -245,7 +250,7 @@ public:
     auto async_wait_state_change(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, session_state)>(
-            op<&detail::initiate_wait_state>{impl_}, token);
+            op<&detail::initiate_wait_state>{impl_}, token, control_);
     }
 
     /// Replaces the servers the session connects to, keeping its ZooKeeper session (its id, its
@@ -543,6 +548,7 @@ private:
     template <auto Start> using op = detail::initiation<Start, detail::session_ptr>;
 
     detail::session_ptr impl_;
+    detail::control_ptr control_;
 };
 
 }  // namespace zklock

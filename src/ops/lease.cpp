@@ -394,7 +394,7 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
     if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
-    const auto r = s->read();
+    const auto r = s->snapshot();
     if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
     if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
@@ -408,7 +408,7 @@ void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code
 {
     if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
     if (s->revocation_requested()) return post_now<error_code>(s, std::move(h), {});
-    const auto r = s->read();
+    const auto r = s->snapshot();
     if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
     if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
@@ -497,6 +497,13 @@ error_code lease::lost_reason() const noexcept
     assert_on_executor(state_);
     return state_ ? state_->lost_reason() : error_code{};
 }
+
+lease::reading lease::read() const noexcept
+{
+    assert_on_executor(state_);
+    return state_ ? state_->snapshot() : reading{};
+}
+
 bool lease::revocation_requested() const noexcept { return state_ && state_->revocation_requested(); }
 
 }  // namespace zklock

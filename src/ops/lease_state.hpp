@@ -62,29 +62,28 @@ public:
     /// An internal lease (a cohort's own node): not counted in the metrics (its local leases are).
     void set_unmetered() noexcept { reported_end_ = true; }
 
-    /// The status and loss reason a query reads: as recorded, or as the session's evidence says
-    /// at this instant (lease_fsm::read), whatever handlers have not run yet.
-    lease_fsm::reading read() const noexcept
+    /// What a query reads (lease::read): the status and loss reason as recorded, or as the
+    /// session's evidence says at this instant (lease_fsm::read), whatever handlers have not run
+    /// yet; and until when no other holder can be granted the lock (lease::valid_until). One
+    /// session reading for the three.
+    lease::reading snapshot() const noexcept
     {
-        if (ZKLOCK_MUTANT(3, !fsm_.holds(), true)) return {fsm_.status(), fsm_.lost_reason()};
+        using time_point = std::chrono::steady_clock::time_point;
+        if (!fsm_.holds()) return {fsm_.status(), fsm_.lost_reason(), time_point::min()};
         const auto r = s_->read_now();
-        return fsm_.read(r.state, r.generation, r.presumed);
+        const auto rd = ZKLOCK_MUTANT(3, fsm_.read(r.state, r.generation, r.presumed),
+                                      (lease_fsm::reading{fsm_.status(), fsm_.lost_reason()}));
+        const bool owns = rd.status == lease_status::held || rd.status == lease_status::suspended;
+        if (!owns) return {rd.status, rd.lost_reason, time_point::min()};
+        return {rd.status, rd.lost_reason, r.valid_until};
     }
-    lease_status status() const noexcept { return read().status; }
-    /// Until when no other holder can be granted the lock, by the session's evidence (lease::valid_until).
-    std::chrono::steady_clock::time_point valid_until() const noexcept
-    {
-        if (!fsm_.holds()) return std::chrono::steady_clock::time_point::min();
-        const auto r = s_->read_now();
-        const auto st = fsm_.read(r.state, r.generation, r.presumed).status;
-        return st == lease_status::held || st == lease_status::suspended ? r.valid_until
-                                                                           : std::chrono::steady_clock::time_point::min();
-    }
+    lease_status status() const noexcept { return snapshot().status; }
+    std::chrono::steady_clock::time_point valid_until() const noexcept { return snapshot().valid_until; }
+    error_code lost_reason() const noexcept { return snapshot().lost_reason; }
     const std::string& node() const noexcept { return node_; }
     std::int64_t token() const noexcept { return token_; }
     std::uint64_t local_seq() const noexcept { return local_seq_; }
     std::uint64_t generation() const noexcept { return generation_; }
-    error_code lost_reason() const noexcept { return read().lost_reason; }
     const session_ptr& session() const noexcept { return s_; }
 
 private:
