@@ -1,8 +1,9 @@
-// Seeded faults for the simulation's mutant test (test/sim/test_mutants.cpp): ZKLOCK_MUTANT(n,
-// correct, mutated) is `correct`, except in the library build made with ZKLOCK_MUTANTS, where it
-// is `mutated` while mutant n is the one switched on. Each marks a one-line mistake a developer
-// could plausibly make, which the simulation's checkers must catch. The library that ships is
-// compiled without ZKLOCK_MUTANTS: there the macro is its first argument and nothing else.
+// Seeded faults for the simulation's mutant test (test/sim/test_mutants.cpp):
+// ZKLOCK_MUTANT(mutant::name, correct, mutated) is `correct`, except in the library build made
+// with ZKLOCK_MUTANTS, where it is `mutated` while that mutant is the one switched on. Each marks
+// a one-line mistake a developer could plausibly make, which a checker of the simulation must
+// catch. The library that ships is compiled without ZKLOCK_MUTANTS: there the macro is its
+// second argument and nothing else.
 //
 // ZKLOCK_MARK_QUEUE(shipped) is the queue length from which handoff marks are used
 // (acquire_fsm::min_queue_for_mark): in the ZKLOCK_MUTANTS build a test may lower it
@@ -11,16 +12,32 @@
 
 #include <cstddef>
 
+namespace zklock::detail {
+
+/// The mistakes, by what they get wrong (docs/guarantees.md, "The checkers catch real bugs").
+enum class mutant {
+    none,
+    grant_on_any_deletion,             ///< a waiter granted on any deletion of the node it watches
+    no_presumed_expiry,                ///< the doubt, but never the presumption of expiry
+    status_as_recorded,                ///< a lease's status read as recorded, not on the clock
+    cancelled_node_left,               ///< a cancelled waiter's node left in the queue
+    one_permit_too_many,               ///< a semaphore admits one permit too many
+    reader_passes_writer,              ///< a reader ignores the writers ahead of it
+    observer_ends_on_connection_loss,  ///< an election observer gives up at a lost connection
+};
+
+}  // namespace zklock::detail
+
 #ifdef ZKLOCK_MUTANTS
 namespace zklock::detail {
-/// The mutant switched on (0: none).
-extern int active_mutant;
+/// The mutant switched on (none: the correct library).
+extern mutant active_mutant;
 /// Replaces acquire_fsm::min_queue_for_mark while not 0.
 extern std::size_t mark_queue_override;
 }  // namespace zklock::detail
-#define ZKLOCK_MUTANT(n, correct, mutated) (::zklock::detail::active_mutant == (n) ? (mutated) : (correct))
+#define ZKLOCK_MUTANT(m, correct, mutated) (::zklock::detail::active_mutant == ::zklock::detail::m ? (mutated) : (correct))
 #define ZKLOCK_MARK_QUEUE(shipped) (::zklock::detail::mark_queue_override ? ::zklock::detail::mark_queue_override : (shipped))
 #else
-#define ZKLOCK_MUTANT(n, correct, mutated) (correct)
+#define ZKLOCK_MUTANT(m, correct, mutated) (correct)
 #define ZKLOCK_MARK_QUEUE(shipped) (shipped)
 #endif

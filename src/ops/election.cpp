@@ -161,7 +161,7 @@ void observer_machine::resume(zk_steps& out, zk_outcome r)
 void observer_machine::on_error(zk_steps& out, error_code ec)
 {
     if (phase_ == phase::chroot && ec == errc::chroot_missing) return fail(ec);
-    if (ZKLOCK_MUTANT(7, !try_again(ec), true) || phase_ == phase::reconnecting) return fail(ec);
+    if (ZKLOCK_MUTANT(mutant::observer_ends_on_connection_loss, !try_again(ec), true) || phase_ == phase::reconnecting) return fail(ec);
     // Look again once connected: after a lost connection, the same session; after an expiry, the
     // new one (if the session makes one: else the wait says why not).
     phase_ = phase::reconnecting;

@@ -71,7 +71,7 @@ public:
         using time_point = std::chrono::steady_clock::time_point;
         if (!fsm_.holds()) return {fsm_.status(), fsm_.lost_reason(), time_point::min()};
         const auto r = s_->read_now();
-        const auto rd = ZKLOCK_MUTANT(3, fsm_.read(r.state, r.generation, r.presumed),
+        const auto rd = ZKLOCK_MUTANT(mutant::status_as_recorded, fsm_.read(r.state, r.generation, r.presumed),
                                       (lease_fsm::reading{fsm_.status(), fsm_.lost_reason()}));
         const bool owns = rd.status == lease_status::held || rd.status == lease_status::suspended;
         if (!owns) return {rd.status, rd.lost_reason, time_point::min()};

@@ -137,7 +137,7 @@ session_effects session_fsm::on_presume_timer(clock::time_point now)
         doubtful_ = true;
         e.observers_changed = state_ == session_state::connected;
     }
-    if (auto d = presume_deadline(); ZKLOCK_MUTANT(2, d && now >= *d, false)) {
+    if (auto d = presume_deadline(); ZKLOCK_MUTANT(mutant::no_presumed_expiry, d && now >= *d, false)) {
         presumed_ = true;
         e.presumed_expired = true;
     }

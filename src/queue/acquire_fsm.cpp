@@ -20,8 +20,8 @@ grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
     constexpr kind_set all = locks | kind_bit(node_kind::permit);
     switch (kind) {
     case node_kind::exclusive: return {all, 1, locks, true, true, true};
-    case node_kind::shared: return {ZKLOCK_MUTANT(6, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false};
-    case node_kind::permit: return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(5, permits, permits + 1), kind_bit(node_kind::permit), false, false, false};
+    case node_kind::shared: return {ZKLOCK_MUTANT(mutant::reader_passes_writer, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false};
+    case node_kind::permit: return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(mutant::one_permit_too_many, permits, permits + 1), kind_bit(node_kind::permit), false, false, false};
     }
     return {};
 }
@@ -567,7 +567,7 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
         // again): the listing says.
         return list();
     }
-    if (ZKLOCK_MUTANT(1, deleted && watched_clear_, deleted)) {
+    if (ZKLOCK_MUTANT(mutant::grant_on_any_deletion, deleted && watched_clear_, deleted)) {
         // Everything before the watched node was gone, and now it is too: we are at the head
         // (exclusive) or behind no writer (shared).
         return grant(grant_basis::head_deleted);
@@ -722,7 +722,7 @@ acquire_fsm::action acquire_fsm::on_cancel(error_code reason)
         // Nothing of ours exists yet either: no need to wait for the connection.
         if (resume_ == state::reading_count || resume_ == state::creating_parents) return finish(abort_);
         return {};
-    case state::waiting: return ZKLOCK_MUTANT(4, remove(), finish(abort_));
+    case state::waiting: return ZKLOCK_MUTANT(mutant::cancelled_node_left, remove(), finish(abort_));
     default: return {};  // a request is in flight (or we wait for the connection): act on its outcome
     }
 }
