@@ -24,6 +24,9 @@ enum class mutant {
     one_permit_too_many,               ///< a semaphore admits one permit too many
     reader_passes_writer,              ///< a reader ignores the writers ahead of it
     observer_ends_on_connection_loss,  ///< an election observer gives up at a lost connection
+    valid_until_at_grant,              ///< a lease's valid_until as its grant read it, never moved on
+    revocation_unheard,                ///< a revocation request read in our node is not told
+    loss_untold,                       ///< a presumed expiry not told to async_wait_lost
 };
 
 }  // namespace zklock::detail

@@ -172,14 +172,16 @@ void lease_state::apply(const lease_fsm::change& c)
     }
     if (c.lost) {
         const auto reason = fsm_.lost_reason();
-        auto waiters = std::move(lost_waiters_);
-        lost_waiters_.clear();
-        for (auto& w : waiters) w(reason);
+        if (ZKLOCK_MUTANT(mutant::loss_untold, true, reason != errc::session_expired)) {
+            auto waiters = std::move(lost_waiters_);
+            lost_waiters_.clear();
+            for (auto& w : waiters) w(reason);
+        }
         auto revoke = std::move(revoke_waiters_);
         revoke_waiters_.clear();
         for (auto& w : revoke) w(reason);
     }
-    if (c.revoked) {
+    if (ZKLOCK_MUTANT(mutant::revocation_unheard, c.revoked, false)) {
         if (!local_release_ && s_->log().wants(log_level::info))
             s_->log().event(log_level::info, "revocation requested: another client asks this holder to let go", dir(), node_);
         auto waiters = std::move(revoke_waiters_);
@@ -196,6 +198,7 @@ void lease_state::on_presumed_expired() { take(fsm_.presumed_expired()); }
 
 bool lease_state::on_granted(const session_reading& r)
 {
+    granted_valid_until_ = r.valid_until;
     const auto c = fsm_.granted(r.state, r.generation, r.presumed);
     if (c.never_held) set_unmetered();
     take(c);

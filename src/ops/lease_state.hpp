@@ -75,7 +75,7 @@ public:
                                       (lease_fsm::reading{fsm_.status(), fsm_.lost_reason()}));
         const bool owns = rd.status == lease_status::held || rd.status == lease_status::suspended;
         if (!owns) return {rd.status, rd.lost_reason, time_point::min()};
-        return {rd.status, rd.lost_reason, r.valid_until};
+        return {rd.status, rd.lost_reason, ZKLOCK_MUTANT(mutant::valid_until_at_grant, r.valid_until, granted_valid_until_)};
     }
     lease_status status() const noexcept { return snapshot().status; }
     std::chrono::steady_clock::time_point valid_until() const noexcept { return snapshot().valid_until; }
@@ -116,6 +116,7 @@ private:
     std::vector<unique_function<void(error_code, lease_status)>> status_waiters_;
     std::vector<unique_function<void(error_code)>> revoke_waiters_;
     std::chrono::steady_clock::time_point granted_;
+    std::chrono::steady_clock::time_point granted_valid_until_{};  // the session's valid_until at the grant
     bool reported_end_ = false;
     std::uint64_t local_seq_ = 0;
     release_hook local_release_;  // cohort mode: see make_local

@@ -43,6 +43,7 @@ private:
 
 sim_port::sim_port(port_env env, int client, asio::io_context& io, sim_clock::duration session_timeout)
     : env_(std::move(env)), client_(client), io_(io), ex_(io.get_executor()), timeout_(session_timeout),
+      cfg_{.servers = "sim", .session_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(session_timeout)},
       core_(*this, *this, std::chrono::duration_cast<std::chrono::milliseconds>(session_timeout), true)
 {
     ping_timer_ = make_timer();
@@ -57,6 +58,33 @@ std::unique_ptr<detail::port_timer> sim_port::make_timer() { return std::make_un
 void sim_port::apply_io(const session_effects& e)
 {
     if (e.presumed_expired && env_.trace) env_.trace("c" + std::to_string(client_) + " presumes its session expired");
+    if (e.state_changed && !state_waiters_.empty()) {
+        auto waiters = std::move(state_waiters_);
+        state_waiters_.clear();
+        for (auto& w : waiters) asio::post(ex_, [w = std::move(w), st = core_.fsm().state()]() mutable { w({}, st); });
+    }
+}
+
+// ---- the session's control -------------------------------------------------------------------------
+
+std::uint64_t sim_port::connect(detail::void_cb cb)
+{
+    if (core_.fsm().state() == session_state::closed)
+        asio::post(ex_, [cb = std::move(cb)]() mutable { cb(errc::session_closed); });
+    else
+        core_.wait_connected(0, std::move(cb));
+    return 0;
+}
+
+void sim_port::close(detail::void_cb cb)
+{
+    close();
+    if (!core_.is_shut_down()) asio::post(ex_, [cb = std::move(cb)]() mutable { cb({}); });
+}
+
+void sim_port::wait_state_change(detail::unique_function<void(error_code, session_state)> cb)
+{
+    if (!core_.is_shut_down()) state_waiters_.push_back(std::move(cb));
 }
 
 void sim_port::send_probe()
@@ -179,6 +207,8 @@ void sim_port::shut_down()
     // hold on to, and nothing is posted to an io_context that may be gone.
     detail::graveyard g;
     core_.shut_down(g);  // closed; observers bury what they hold, waits for a connection go
+    for (auto& w : state_waiters_) g.bury(std::move(w));
+    state_waiters_.clear();
     for (int round = 0; round < 8 && !g.empty(); ++round) g.clear();
     for (int round = 0; round < 8; ++round) {
         auto a = std::move(in_flight_);

@@ -5,12 +5,15 @@
 // session_core, fed the events of the simulated connection; requests go to the model in order, replies and
 // watch events come back when the scheduler delivers them; requests made while the connection is
 // down wait for the next connection, and every request in flight fails with connection_loss when
-// it drops, as the C client does.
+// it drops, as the C client does. It is also the session's control (port/session_control.hpp),
+// so that a zklock::session wraps it and the workload drives the public API: connecting is the
+// simulation's (try_connect), and async_connect waits for it; async_close closes as close() does.
 #pragma once
 
 #include "virtual_clock.hpp"
 #include "zk_model.hpp"
 
+#include "port/session_control.hpp"
 #include "port/session_core.hpp"
 #include "port/zk_port.hpp"
 
@@ -40,7 +43,10 @@ struct port_env {
     std::uint64_t* marks_refused = nullptr;
 };
 
-class sim_port final : public detail::zk_port, private detail::session_io, public std::enable_shared_from_this<sim_port> {
+class sim_port final : public detail::zk_port,
+                       public detail::session_control,
+                       private detail::session_io,
+                       public std::enable_shared_from_this<sim_port> {
 public:
     sim_port(port_env env, int client, boost::asio::io_context& io, sim_clock::duration session_timeout);
     ~sim_port() override;
@@ -71,6 +77,18 @@ public:
     void sync(const std::string& path, detail::void_cb cb) override;
     std::unique_ptr<detail::port_timer> make_timer() override;
     clock::time_point now() const noexcept override { return env_.clock->now(); }
+
+    // ---- the session's control ----
+    /// Waits for the connection the simulation makes (not cancellable: returns 0).
+    std::uint64_t connect(detail::void_cb cb) override;
+    void cancel_connect(std::uint64_t) override {}
+    /// close(), then `cb` (posted).
+    void close(detail::void_cb cb) override;
+    void wait_state_change(detail::unique_function<void(error_code, session_state)> cb) override;
+    const session_config& config() const noexcept override { return cfg_; }
+    std::chrono::milliseconds negotiated_timeout() const noexcept override { return core_.fsm().negotiated_timeout(); }
+    /// The simulation has no server list: errc::invalid_argument, nothing changed.
+    error_code set_servers(std::string) override { return errc::invalid_argument; }
 
     // ---- the simulation's side (never from inside a handler of this port) ----
 
@@ -128,6 +146,7 @@ private:
     boost::asio::io_context& io_;
     boost::asio::any_io_executor ex_;
     sim_clock::duration timeout_;
+    session_config cfg_;
     detail::session_core core_;
     detail::log_sink log_{{}, log_level::error};
     zklock::sim::session_id sid_ = 0;
@@ -138,6 +157,7 @@ private:
     std::deque<outstanding> in_flight_;
     std::deque<std::pair<outstanding, request>> unsent_;
     std::unique_ptr<detail::port_timer> ping_timer_;
+    std::vector<detail::unique_function<void(error_code, session_state)>> state_waiters_;
     // The client's watches, as the C client keeps them: data, exist, child.
     std::map<std::string, std::vector<std::weak_ptr<detail::watch_state>>> watches_[3];
 };

@@ -119,6 +119,7 @@ struct zk_model::impl {
     std::set<std::string> write_denied;
     sim_clock::time_point last_now{};
     std::deque<message> no_outbox;
+    std::function<void(const std::string&, const std::string&, bool)> committed;
 
     impl(int n, std::int64_t epoch) : servers(n), epoch_ms(epoch), reps(static_cast<std::size_t>(n))
     {
@@ -168,6 +169,7 @@ struct zk_model::impl {
             rep.nodes[c.path] = std::move(n);
             trigger(rep, rep.data_w, c.path, event_type::created);
             trigger(rep, rep.child_w, parent_of(c.path), event_type::child);
+            if (committed && &rep == &leader()) committed(c.path, c.data, true);
             break;
         }
         case change::type::remove: {
@@ -189,6 +191,7 @@ struct zk_model::impl {
             n.st.mtime = c.st.mtime;
             n.st.data_length = static_cast<std::int32_t>(c.data.size());
             trigger(rep, rep.data_w, c.path, event_type::changed);
+            if (committed && &rep == &leader()) committed(c.path, c.data, false);
             break;
         }
         }
@@ -744,6 +747,15 @@ std::vector<std::string> zk_model::nodes() const
     for (const auto& [p, n] : impl_->reps[0].nodes) out.push_back(p);
     return out;
 }
+
+std::optional<sim_clock::time_point> zk_model::expiry_of(session_id s) const
+{
+    auto it = impl_->sessions.find(s);
+    if (it == impl_->sessions.end() || !it->second.alive) return std::nullopt;
+    return it->second.touched + it->second.timeout;
+}
+
+void zk_model::on_commit(std::function<void(const std::string&, const std::string&, bool)> f) { impl_->committed = std::move(f); }
 
 std::optional<zklock::stat> zk_model::stat_of(const std::string& path) const
 {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -178,6 +179,11 @@ public:
     /// A node's data at the leader ("" if there is no such node).
     std::string data_of(const std::string& path) const;
     std::int64_t last_zxid() const noexcept;
+    /// When the leader expires the session if nothing touches it meanwhile (nullopt: not alive).
+    std::optional<sim_clock::time_point> expiry_of(session_id s) const;
+    /// `f(path, data, created)` runs as the leader applies each create (created) or data write
+    /// (not): the checkers see every committed write at its instant, in the order applied.
+    void on_commit(std::function<void(const std::string& path, const std::string& data, bool created)> f);
 
 private:
     struct impl;
