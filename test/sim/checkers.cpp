@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <cstdlib>
 
 namespace zklock::sim {
 
@@ -14,6 +15,7 @@ void world::check_step()
 {
     check_leases();
     if (!revocations_sent_.empty()) check_revocations();
+    if (cfg_.check_idle_permits && has(lock_type::permit)) check_idle_permits();
 }
 
 void world::check_grant(const actor& a, const std::vector<held_lease>& leases)
@@ -156,6 +158,55 @@ void world::check_revocations()
             return violate("a" + std::to_string(a.index) + " was asked to give up " + r.node + " " + ms(clock_.now() - *r.committed) +
                            " ago, and neither heard of it nor lost the lock (it reads " + to_string(a.held.front().l.status()) + ")");
     }
+}
+
+void world::check_idle_permits()
+{
+    // The semaphore's liveness: a node of a waiting acquire with fewer than `permits` nodes
+    // before it in the queue is owed a permit. While its client is healthy (running, connected,
+    // its server caught up with the leader), it must be granted within a round trip; this
+    // simulation's messages take no time, but the scheduler lets time run between them, so the
+    // bound is a third of the session timeout of virtual time (the ping interval), more than the
+    // few messages a grant takes ever wait here. A client that stops being healthy starts the
+    // count again.
+    bool any = false;
+    for (auto& a : actors_)
+        if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && healthy(client_of(*a))) any = true;
+    if (!any) {
+        idle_permit_since_.clear();
+        return;
+    }
+    auto names = model_.children_of(path_of(lock_type::permit));
+    const auto seq = [](const std::string& x) { return std::string_view(x).substr(x.size() > 10 ? x.size() - 10 : 0); };
+    std::sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) { return seq(x) < seq(y); });
+    const auto now = clock_.now();
+    std::map<std::string, time_point> still;
+    for (std::size_t i = 0; i < names.size() && i < permits; ++i) {
+        const auto node = path_of(lock_type::permit) + "/" + names[i];
+        const auto st = model_.stat_of(node);
+        if (!st || st->ephemeral_owner == 0) continue;
+        client* owner = nullptr;
+        for (auto& c : clients_)
+            if (!c->dead && c->port->model_session() == st->ephemeral_owner) owner = c.get();
+        if (!owner || !healthy(*owner)) continue;
+        // A node held by a lease is not waiting; the owner must have an acquire of a permit waiting.
+        bool held = false, waiting = false;
+        for (auto& a : actors_) {
+            if (a->client != owner->index) continue;
+            if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at) waiting = true;
+            for (auto& h : a->held)
+                if (h.l.node() == node) held = true;
+        }
+        if (held || !waiting) continue;
+        auto it = idle_permit_since_.find(node);
+        const auto since = it == idle_permit_since_.end() ? now : it->second;
+        if (now - since > duration(cfg_.session_timeout) / 3)
+            return violate("a permit idles: " + node + " (c" + std::to_string(owner->index) + ") has " + std::to_string(i) +
+                           " node(s) before it, of " + std::to_string(permits) + " permits, and has waited " + ms(now - since) +
+                           " with its client healthy");
+        still[node] = since;
+    }
+    idle_permit_since_ = std::move(still);
 }
 
 void world::check_observers()

@@ -191,6 +191,15 @@ void world::run_clients()
     violate("a client's handlers never stop running (10000 rounds)");
 }
 
+bool world::healthy(const client& c) const
+{
+    if (!runnable(c) || c.eof || !c.port->link_up() || c.port->state() != session_state::connected) return false;
+    const auto sid = c.port->model_session();
+    if (sid == 0 || !model_.alive(sid)) return false;
+    const int server = model_.server_of(sid);
+    return server >= 0 && model_.reaches_leader(server) && !model_.can_step_server(server);
+}
+
 bool world::workload_done() const
 {
     return std::all_of(actors_.begin(), actors_.end(), [&](const auto& a) {

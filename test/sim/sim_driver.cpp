@@ -27,9 +27,9 @@ double since(std::chrono::steady_clock::time_point t)
 }
 
 // A failing seed again, with its trace.
-std::string traced_report(std::uint64_t seed)
+std::string traced_report(std::uint64_t seed, const run_config& proto)
 {
-    run_config cfg;
+    run_config cfg = proto;
     cfg.seed = seed;
     cfg.trace = true;
     const auto r = run_schedule(cfg);
@@ -38,12 +38,12 @@ std::string traced_report(std::uint64_t seed)
 }
 
 template <class NextSeed>
-seeds_result run_many(std::uint64_t count, double budget_seconds, bool stop_at_failure, NextSeed next)
+seeds_result run_many(std::uint64_t count, double budget_seconds, bool stop_at_failure, const run_config& proto, NextSeed next)
 {
     seeds_result out;
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t i = 0; i < count; ++i) {
-        run_config cfg;
+        run_config cfg = proto;
         cfg.seed = next(i);
         const auto r = run_schedule(cfg);
         ++out.schedules;
@@ -54,7 +54,7 @@ seeds_result run_many(std::uint64_t count, double budget_seconds, bool stop_at_f
         if (!r.ok) {
             if (out.failures++ == 0) {
                 out.first_failing_seed = cfg.seed;
-                out.first_report = traced_report(cfg.seed);
+                out.first_report = traced_report(cfg.seed, proto);
             }
             if (stop_at_failure) break;
         }
@@ -83,12 +83,12 @@ std::vector<std::uint64_t> corpus_seeds()
 
 seeds_result run_seeds(const std::vector<std::uint64_t>& seeds, double budget_seconds, bool stop_at_failure)
 {
-    return run_many(seeds.size(), budget_seconds, stop_at_failure, [&](std::uint64_t i) { return seeds[i]; });
+    return run_many(seeds.size(), budget_seconds, stop_at_failure, run_config{}, [&](std::uint64_t i) { return seeds[i]; });
 }
 
-seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_seconds, bool stop_at_failure)
+seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_seconds, bool stop_at_failure, const run_config& proto)
 {
-    return run_many(count, budget_seconds, stop_at_failure, [&](std::uint64_t i) { return base + i; });
+    return run_many(count, budget_seconds, stop_at_failure, proto, [&](std::uint64_t i) { return base + i; });
 }
 
 std::uint64_t fresh_base_seed()
@@ -119,9 +119,9 @@ void run_fresh_shard(int shard, int shards)
 
 bool replay_requested() { return std::getenv("ZKLOCK_SIM_SEED") != nullptr; }
 
-void replay_one()
+void replay_one(const run_config& proto)
 {
-    run_config cfg;
+    run_config cfg = proto;
     cfg.seed = env_u64("ZKLOCK_SIM_SEED", 0);
     cfg.trace = true;
     const auto r = run_schedule(cfg);

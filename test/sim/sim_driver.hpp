@@ -28,8 +28,10 @@ std::vector<std::uint64_t> corpus_seeds();
 /// Runs each seed; stops at the first failure if `stop_at_failure`. A failure is run again
 /// with its trace for the report. `budget_seconds` > 0 stops early when that much wall time passed.
 seeds_result run_seeds(const std::vector<std::uint64_t>& seeds, double budget_seconds, bool stop_at_failure = false);
-/// Runs seeds base, base+1, ... until `count` ran, a failure, or `budget_seconds`.
-seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_seconds, bool stop_at_failure);
+/// Runs seeds base, base+1, ... until `count` ran, a failure, or `budget_seconds`; each run as
+/// `proto` says but for its seed.
+seeds_result run_range(std::uint64_t base, std::uint64_t count, double budget_seconds, bool stop_at_failure,
+                       const run_config& proto = {});
 /// ZKLOCK_SIM_BASE_SEED, or a fresh one.
 std::uint64_t fresh_base_seed();
 /// ZKLOCK_SIM_SCHEDULES, or 100000.
@@ -38,7 +40,7 @@ std::uint64_t fresh_schedules();
 /// from a fresh base seed (ZKLOCK_SIM_BASE_SEED to choose it), printed.
 void run_fresh_shard(int shard, int shards);
 bool replay_requested();
-/// ZKLOCK_SIM_SEED: runs it with its trace, and prints it.
-void replay_one();
+/// ZKLOCK_SIM_SEED: runs it (as `proto` says) with its trace, and prints it.
+void replay_one(const run_config& proto = {});
 
 }  // namespace zklock::sim

@@ -172,6 +172,9 @@ private:
     void run_clients();
     void make_client(int index, const struct port_env& env);
     void close_sessions();
+    /// The client runs, is connected, and its server reaches the leader and has applied all
+    /// the leader has: what the leader did, it can hear of.
+    bool healthy(const client& c) const;
 
     // ---- the workload (workload.cpp) ----
     void start_acquire(actor& a);
@@ -193,10 +196,11 @@ private:
     void inject_fault();
 
     // ---- the checkers (checkers.cpp) ----
-    /// After every step: every lease's reading, mutual exclusion, loss told, revocations.
+    /// After every step: every lease's reading, mutual exclusion, loss told, revocations, an idle permit.
     void check_step();
     void check_leases();
     void check_revocations();
+    void check_idle_permits();
     /// As the leader applies a write (zk_model::on_commit): guarded writes in fence order;
     /// revocation requests as they land.
     void on_commit(const std::string& path, const std::string& data, bool created);
@@ -241,6 +245,8 @@ private:
     std::set<std::string> seeded_;            // persistent paths made by an administrator
     std::string denied_;                      // a lock path nobody may create in ("": none)
     std::vector<revocation> revocations_sent_;
+    // The semaphore's waiting nodes that could hold a permit, and since when (check_idle_permits).
+    std::map<std::string, time_point> idle_permit_since_;
     run_result result_;
 };
 

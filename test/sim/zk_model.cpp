@@ -755,6 +755,14 @@ std::optional<sim_clock::time_point> zk_model::expiry_of(session_id s) const
     return it->second.touched + it->second.timeout;
 }
 
+std::vector<std::string> zk_model::children_of(const std::string& path) const
+{
+    auto& nodes = impl_->reps[0].nodes;
+    auto it = nodes.find(path);
+    if (it == nodes.end()) return {};
+    return {it->second.children.begin(), it->second.children.end()};
+}
+
 void zk_model::on_commit(std::function<void(const std::string&, const std::string&, bool)> f) { impl_->committed = std::move(f); }
 
 std::optional<zklock::stat> zk_model::stat_of(const std::string& path) const

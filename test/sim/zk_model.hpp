@@ -181,6 +181,8 @@ public:
     std::int64_t last_zxid() const noexcept;
     /// When the leader expires the session if nothing touches it meanwhile (nullopt: not alive).
     std::optional<sim_clock::time_point> expiry_of(session_id s) const;
+    /// A node's children at the leader, sorted by name (none if there is no such node).
+    std::vector<std::string> children_of(const std::string& path) const;
     /// `f(path, data, created)` runs as the leader applies each create (created) or data write
     /// (not): the checkers see every committed write at its instant, in the order applied.
     void on_commit(std::function<void(const std::string& path, const std::string& data, bool created)> f);
