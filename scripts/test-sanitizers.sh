@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # The ZKLOCK_SANITIZERS=1 part of scripts/test.sh, run after the regular suite has passed:
 #   1. the fault storm for 60 s (ctest label "soak") in the regular build;
-#   2. the suite but the examples built with ASan + UBSan, LeakSanitizer on (build-asan);
+#   2. the suite but the examples built with Clang 16 and ASan + UBSan, LeakSanitizer on, against
+#      Debian 13's C client (3.9.3, fetched and unpacked by scripts/fetch-zk-client.sh, not
+#      installed), the library and the tool with -Werror and every file with
+#      BOOST_ASIO_NO_DEPRECATED                                                  (build-asan);
 #   3. the tests that run an io_context on several threads, under TSan, three times (build-tsan);
-#   4. the fuzz targets under libFuzzer (clang), 15 s each             (build-fuzz);
-#   5. the unit and integration suites built with Clang 16 (clang-16, -Werror for the
-#      library and the tool) against Debian 13's C client (3.9.3, fetched and unpacked by
-#      scripts/fetch-zk-client.sh, not installed)                       (build-zk39).
-# About 20 minutes on 2 cores from scratch. Every step runs even if an earlier one failed; the
-# script fails if any did. Directories: ASAN_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR,
-# ZK39_BUILD_DIR (its work directory, with the client, is ZK39_WORK_DIR); the fuzz
-# time per target: ZKLOCK_FUZZ_SECONDS; crashes are kept in build-fuzz/crashes-<target>/.
+#   4. the fuzz targets under libFuzzer (Clang 16), 15 s each                    (build-fuzz).
+# The regular build is GCC's against Debian 12's client (3.8.0), so each compiler and each client
+# builds and runs the whole suite once. About 15 minutes on 2 cores from scratch. Every step runs
+# even if an earlier one failed; the script fails if any did. Directories: ASAN_BUILD_DIR,
+# TSAN_BUILD_DIR, FUZZ_BUILD_DIR, ZK39_WORK_DIR (the fetched client); the fuzz time per target:
+# ZKLOCK_FUZZ_SECONDS; crashes are kept in build-fuzz/crashes-<target>/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 asan=${ASAN_BUILD_DIR:-$here/build-asan}
 tsan=${TSAN_BUILD_DIR:-$here/build-tsan}
 fuzz=${FUZZ_BUILD_DIR:-$here/build-fuzz}
-zk39=${ZK39_BUILD_DIR:-$here/build-zk39/build}
 zk39_work=${ZK39_WORK_DIR:-$here/build-zk39}
 jobs=${JOBS:-$(nproc)}
 test_jobs=${TEST_JOBS:-2}
@@ -62,22 +62,33 @@ configure() {  # configure DIR CMAKE-ARGS...
 step "soak: the fault storm for 60 s"
 run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600" || ctest_digest soak "$build"
 
-step "ASan+UBSan: building the suite in $asan"
+step "ASan+UBSan: fetching Debian 13's C client, building the suite with Clang 16 in $asan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# -O1 -g1 (line tables only): the build takes about half the time of -O2 -g, and the
-# sanitizers' reports keep their file and line.
+# One build for three things: the sanitizers, the other compiler (the regular build is GCC's; the
+# library and the tool must build on Clang without a warning, hence ZKLOCK_WERROR) and the other C
+# client. -O0 -g1 (line tables only): Clang builds it in about a third of GCC's time at -O1, the
+# reports keep their file and line, and the suite waits on servers far more than it computes.
+# A fresh cache each time (--fresh): the client's paths are cached, and one configured for another
+# prefix would keep them; so would the compiler of a build directory made before by GCC.
+# BOOST_ASIO_NO_DEPRECATED for every file (never for some only: see CMakeLists.txt): zklock uses
+# none of Asio's deprecated API.
 # Not the examples: they make the calls the suites make, and their build (Beast's HTTP server
-# among them) is long; the regular build runs them.
-# Not the mutants' second build of the library either: the regular build runs them.
-if configure "$asan" -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_MUTANTS=OFF \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" && cmake --build "$asan" -j "$jobs" >&2; then
-    step "ASan+UBSan: running the suite"
-    # Not: the soak (done above), the staged install (its consumer is not built with ASan), the bench;
-    # nor the cases whose subject is timing, not memory (a holder stalled for seconds, PostgreSQL's
-    # fencing): their code paths are the other cases' too. The simulation runs fewer schedules.
-    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-4000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench|pg' -E '^(stall: |fault 4s)'" ||
+# among them) is long; the regular build runs them. Not the mutants' second build of the library
+# either: the regular build runs them.
+if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
+    configure "$asan" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
+        -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF \
+        -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON -DCMAKE_CXX_FLAGS=-DBOOST_ASIO_NO_DEPRECATED \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" &&
+    grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$asan/CMakeCache.txt" &&
+    cmake --build "$asan" -j "$jobs" >&2; then
+    step "ASan+UBSan: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$asan/CMakeCache.txt"), running the suite"
+    # Not: the soak (done above), the staged install and the subproject builds (their consumers
+    # are not built with ASan), the bench; nor the cases whose subject is timing, not memory (a
+    # holder stalled for seconds): their code paths are the other cases' too. The simulation runs
+    # fewer schedules.
+    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-4000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench' -E '^(stall: |fault 4s)'" ||
         ctest_digest asan "$asan"
 else
     failed+=("asan build")
@@ -94,8 +105,8 @@ else
     failed+=("tsan build")
 fi
 
-step "libFuzzer: building the fuzz targets in $fuzz (clang)"
-if configure "$fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZKLOCK_BUILD_FUZZERS=ON \
+step "libFuzzer: building the fuzz targets in $fuzz (Clang 16)"
+if configure "$fuzz" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_BUILD_FUZZERS=ON \
         -DZKLOCK_BUILD_EXAMPLES=OFF &&
     cmake --build "$fuzz" -j "$jobs" --target zklock_fuzz_path zklock_fuzz_fsm >&2; then
     for t in path fsm; do
@@ -114,30 +125,6 @@ if configure "$fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZKL
     done
 else
     failed+=("fuzz build")
-fi
-
-step "Debian 13's C client and Clang 16: fetching it, building the suite against it in $zk39"
-# One build for two things: the other compiler (the rest of the run is GCC's; the library and the
-# tool must build there without a warning, hence ZKLOCK_WERROR) and the other C client.
-# -O1 -g1 as for ASan: the build takes about half the time. A fresh cache each time (--fresh): the
-# client's paths are cached, and one configured for another prefix would keep them; so would the
-# compiler of a build directory made before this step used Clang.
-# BOOST_ASIO_NO_DEPRECATED for every file (never for some only: see CMakeLists.txt): zklock uses
-# none of Asio's deprecated API.
-if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
-    configure "$zk39" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
-        -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_TOOLS=ON \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS=-DBOOST_ASIO_NO_DEPRECATED &&
-    grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$zk39/CMakeCache.txt" &&
-    # The fuzz replay drivers too: they are "unit" tests, and ctest fails a test whose program was
-    # not built. The tool is only built (-Werror on Clang; its tests run in the GCC build).
-    cmake --build "$zk39" -j "$jobs" --target zklock_unit_tests zklock_integration_tests \
-        zklock_fuzz_path_replay zklock_fuzz_fsm_replay zklock_cli >&2; then
-    step "Debian 13's C client and Clang 16: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$zk39/CMakeCache.txt"), running the suites"
-    run zk39 bash -c "cd '$zk39' && ctest --output-on-failure -j $test_jobs --timeout 600 -L 'unit|integration' -LE 'soak|cmake|bench|sim|pg|cli|example' -E '^stall: '" ||
-        ctest_digest zk39 "$zk39"
-else
-    failed+=("zk39 build")
 fi
 
 step "done"

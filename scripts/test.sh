@@ -2,7 +2,7 @@
 # The second command of the README: installs what is missing, builds, runs the whole test suite
 # (every test starts the ZooKeeper servers it needs on free loopback ports), then builds the API
 # reference (scripts/docs.sh), which fails on any doxygen warning.
-#   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~20 min on 2 cores): the fault storm for
+#   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh, ~15 min on 2 cores): the fault storm for
 #                        60 s, the suite under ASan+UBSan (leaks checked), the threaded tests under
 #                        TSan, the fuzz targets under libFuzzer. .ci/run sets it.
 set -euo pipefail
