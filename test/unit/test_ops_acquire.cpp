@@ -1,0 +1,212 @@
+// The acquire on the fake port (fake_port.hpp): its start while disconnected, a lost create reply,
+// a presumed expiry, cancellation, and its timeout on the port's clock, without a server.
+#include "ops_fixtures.hpp"
+
+#include "core/deadline.hpp"
+
+#include <boost/asio/cancellation_signal.hpp>
+
+using namespace zklock;
+using namespace zklock::test;
+using namespace zklock::test_ops;
+namespace asio = boost::asio;
+
+TEST_CASE("acquire: started while the connection is lost, it sends nothing until it is back")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    port->set_state(session_state::suspended);
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    CHECK(port->log_of_requests().empty());
+    port->set_state(session_state::connected);
+    port->run();
+    const std::string node = grant_alone(*port, "/l", 1);
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.l.node() == node);
+}
+
+TEST_CASE("acquire: after a lost create reply it syncs before it looks for its node")
+{
+    // Found by the simulation: reconnected to a follower that had not applied our create yet, the
+    // listing showed no node of ours, and the acquire created a second one behind the first.
+    fake_fixture fx;
+    auto& port = fx.port;
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    const std::string prefix = port->pending().front().path;
+    port->answer("create", prefix, {.ec = zk_errc::connection_loss});
+    port->answer("list_children", "/l", {.ec = zk_errc::connection_loss});
+    port->set_state(session_state::suspended);
+    port->run();
+    CHECK(port->pending().empty());  // nothing until the connection is back
+    port->set_state(session_state::connected);
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "sync");
+    port->answer("sync", "/l");
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "list_children");
+    const std::string ours = prefix + "0000000003";
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ours))}});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "exists");  // ours, if our session owns it
+    port->answer("exists", ours, {.exists = zklock::stat{.czxid = 3, .ephemeral_owner = port->session_id_}});
+    port->run();
+    // It is ours: listed again, and granted; one node, no second create.
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ours))}});
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+    CHECK(r.l.node() == ours);
+    CHECK(std::count_if(port->log_of_requests().begin(), port->log_of_requests().end(),
+                        [](const std::string& m) { return m.starts_with("create "); }) == 1);
+}
+
+TEST_CASE("acquire: a waiter whose session is presumed expired is not granted on a late event")
+{
+    // Found by the simulation: a waiter's executor stalled past T/2 while the holder released;
+    // at resume the presumption was told, then the deletion event queued before it granted a
+    // lease that read suspended, while the leader had expired the session and granted another.
+    fake_fixture fx;
+    auto& port = fx.port;
+    const auto T = port->session_timeout_;
+    port->confirm_leader();
+    acquired r;
+    start_acquire(port, "/l", r);
+    port->run();
+    const std::string prefix = port->pending().front().path;
+    const std::string ours = prefix + "0000000002";
+    const std::string ahead = "/l/x-00000000000000ff-lock-0000000001";
+    port->answer("create", prefix, {.path = ours, .stat = {.czxid = 2}});
+    port->answer("list_children", "/l", {.children = {std::string(detail::base_name(ahead)), std::string(detail::base_name(ours))}});
+    port->run();
+    std::shared_ptr<detail::watch_state> w;
+    while (!port->pending().empty()) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        auto set = port->answer(op, path, {.data = "h:1"});
+        if (path == ahead) w = set;
+    }
+    port->run();
+    REQUIRE(w);
+    port->advance(T / 2);  // the presumption: told from a posted handler
+    port->run();
+    CHECK_FALSE(r.ec);
+    w->fire({}, {watch_event_type::deleted, ahead});
+    port->run();
+    for (int i = 0; i < 4 && !r.ec && !port->pending().empty(); ++i) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        if (op == "list_children") port->answer(op, path, {.children = {std::string(detail::base_name(ours))}});
+        else port->answer(op, path, {.data = "h:1"});
+        port->run();
+    }
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::session_expired);
+    CHECK_FALSE(r.l.owns_lock());
+    // Its node is deleted, plainly.
+    REQUIRE(port->pending().size() == 1);
+    CHECK(port->pending().front().op == "remove");
+    CHECK(port->pending().front().path == ours);
+}
+
+TEST_CASE("acquire: cancelled while the connection is lost, it completes at once, nothing sent")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    port->set_state(session_state::suspended);
+    asio::cancellation_signal sig;
+    acquired r;
+    start_acquire(port, "/l", r, sig.slot());
+    port->run();
+    sig.emit(asio::cancellation_type::terminal);
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == asio::error::operation_aborted);
+    port->set_state(session_state::connected);
+    port->run();
+    CHECK(port->log_of_requests().empty());
+    CHECK(port->metrics().snapshot().background_cleanups == 0);
+}
+
+// ---- time: the fake's manual clock ---------------------------------------------------------------
+
+TEST_CASE("acquire: its timeout on the port's clock takes the node away, a silent server is left behind at the grace")
+{
+    for (const bool server_answers : {true, false}) {
+        CAPTURE(server_answers);
+        fake_fixture fx;
+        auto& port = fx.port;
+        acquired r;
+        auto req = mutex_request("/l");
+        req.timeout = std::chrono::seconds(5);
+        start_acquire(port, std::move(req), r);
+        // Someone holds it: the acquire waits on that node.
+        const std::string prefix = port->pending().front().path;
+        const std::string ours = prefix + "0000000002";
+        port->answer("create", prefix, {.path = ours, .stat = {.czxid = 2}});
+        port->answer("list_children", "/l", {.children = {"x-00000000000000ff-lock-0000000001", std::string(detail::base_name(ours))}});
+        port->run();
+        while (!port->pending().empty()) port->answer_next({.data = "h:1"});
+        port->run();
+        port->advance(std::chrono::milliseconds(4999));
+        port->run();
+        CHECK_FALSE(r.ec);
+        CHECK(port->pending().empty());
+        port->advance(std::chrono::milliseconds(1));
+        port->run();
+        REQUIRE(port->pending().size() == 1);
+        CHECK(port->pending().front().op == "remove");
+        CHECK(port->pending().front().path == ours);
+        CHECK_FALSE(r.ec);  // not before the node is gone, or the grace has passed
+        if (server_answers) {
+            port->answer("remove", ours);
+            port->run();
+            REQUIRE(r.ec);
+            CHECK(*r.ec == errc::timeout);
+            CHECK(port->metrics().snapshot().background_cleanups == 0);
+            CHECK(port->timers_running() == 0);
+            continue;
+        }
+        port->advance(detail::cleanup_grace);
+        port->run();
+        REQUIRE(r.ec);
+        CHECK(*r.ec == errc::timeout);
+        CHECK(port->metrics().snapshot().background_cleanups == 1);
+        CHECK(port->metrics().snapshot().background_cleanups_pending == 1);
+        port->answer("remove", ours);  // the deletion goes on, and ends
+        port->run();
+        CHECK(port->metrics().snapshot().background_cleanups_pending == 0);
+    }
+}
+
+TEST_CASE("acquire: a cancellation during its timeout's grace does not move the completion later")
+{
+    // Found by the simulation: a timeout, then the user's cancellation while the server has not
+    // confirmed the delete; the second one started the grace again.
+    fake_fixture fx;
+    auto& port = fx.port;
+    acquired r;
+    asio::cancellation_signal cancel;
+    auto req = mutex_request("/l");
+    req.timeout = std::chrono::seconds(1);
+    start_acquire(port, std::move(req), r, cancel.slot());
+    port->run();
+    REQUIRE(port->pending().size() >= 1);
+    CHECK(port->pending().front().op == "create");  // never answered: the server is silent
+    port->advance(std::chrono::seconds(1));
+    port->run();
+    CHECK_FALSE(r.ec);
+    port->advance(std::chrono::milliseconds(100));
+    cancel.emit(asio::cancellation_type::terminal);
+    port->run();
+    CHECK_FALSE(r.ec);
+    port->advance(detail::cleanup_grace - std::chrono::milliseconds(100));
+    port->run();
+    REQUIRE(r.ec);
+    CHECK(*r.ec == errc::timeout);  // the first reason, at the deadline's grace
+}
