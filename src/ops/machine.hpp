@@ -4,7 +4,7 @@
 // a watch's event, a connection) and a cancel, and says what to do next by pushing steps. The
 // runner performs the steps on a zk_port and feeds their outcomes back, each under the tag the
 // machine gave its step. The unit tests drive a machine by hand (test/unit/test_machines.cpp), or
-// through the runner on the fake port (test/unit/test_ops.cpp).
+// through the runner on the fake port (test/unit/test_ops_*.cpp).
 //
 // The acquire (acquire_fsm, driven by acquire_op) and the cohort (cohort_fsm) predate this
 // vocabulary and keep their own action types.
