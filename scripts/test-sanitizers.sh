@@ -88,7 +88,7 @@ if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
     # are not built with ASan), the bench; nor the cases whose subject is timing, not memory (a
     # holder stalled for seconds): their code paths are the other cases' too. The simulation runs
     # fewer schedules.
-    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-4000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench' -E '^(stall: |fault 4s)'" ||
+    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-1000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench' -E '^(stall: |fault 4s)'" ||
         ctest_digest asan "$asan"
 else
     failed+=("asan build")
