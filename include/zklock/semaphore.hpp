@@ -2,10 +2,12 @@
 //
 // N permits. Each acquire queues an ephemeral sequential "s-" node; it holds a permit while fewer
 // than N permit nodes are ahead of it. Permits are granted in queue order, never to more than N
-// holders at once, and a release wakes exactly one waiter: each waiter watches the node N places
-// ahead of it, so only the waiter whose watched node went is woken (Curator's
-// InterProcessSemaphoreV2 instead serialises every acquirer through an internal lock and a
-// children watch that wakes all of them).
+// holders at once, whichever holder releases first. No herd: the first waiter (N nodes ahead of
+// it) watches the N holders and is the one a release wakes; each other waiter watches the waiter
+// just ahead of it, which writes into its own node once granted, so a grant wakes the next waiter,
+// which then watches the holders. With waiters behind the first, a release costs one wake-up and
+// one write more than a mutex handoff (Curator's InterProcessSemaphoreV2 instead serialises every
+// acquirer through an internal lock and a children watch).
 //
 // The permit count is stored in the semaphore node's data ("zklock-semaphore permits=N"), written
 // by the first user; an acquire with a different count fails with errc::permit_mismatch.

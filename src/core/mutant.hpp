@@ -27,6 +27,7 @@ enum class mutant {
     valid_until_at_grant,              ///< a lease's valid_until as its grant read it, never moved on
     revocation_unheard,                ///< a revocation request read in our node is not told
     loss_untold,                       ///< a presumed expiry not told to async_wait_lost
+    permit_watches_one,                ///< a semaphore waiter watches only the node `permits` places ahead
 };
 
 }  // namespace zklock::detail

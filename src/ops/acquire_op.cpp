@@ -222,9 +222,10 @@ private:
             if (watch_) watch_->cancel_wait();
             waiting_on_ = nullptr;
             watch_ = s_->make_watch();
-            s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat) {
-                self->run(self->fsm_.on_watch_set(ec, data));
+            s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat st) {
+                self->run(self->fsm_.on_watch_set(ec, data, st.version));
             });
+            watch_also(a.also);  // after the read above: their replies come after its reply
             break;
         case ak::wait_event:
             waited_ = true;
@@ -263,6 +264,7 @@ private:
         case ak::remove:
             if (watch_) watch_->cancel_wait();
             drop_ahead();
+            drop_also();
             s_->remove(a.path, -1, [self](error_code ec) { self->run(self->fsm_.on_removed(ec)); });
             break;
         case ak::read_count:
@@ -288,7 +290,7 @@ private:
                 self->run(self->fsm_.on_count_claimed(ec));
             });
             break;
-        case ak::done: finish(a.ec); break;
+        case ak::done: finish(a.ec, a.touch); break;
         }
     }
 
@@ -426,12 +428,82 @@ private:
         ahead_.reset();
     }
 
-    void finish(error_code ec)
+    // A semaphore's first waiter (acquire_fsm::action::also): a data watch on every other node
+    // that holds. A deletion, or a read that set no watch (the node gone, the connection lost), is
+    // on_also_fired, and the machine lists; a change of a node's data means nothing, and that
+    // node is watched again. A set asked for again, unchanged, is kept: each of its nodes still
+    // has its watch (a deletion would have been heard, and listed away).
+    void watch_also(const std::vector<std::string>& paths)
+    {
+        if (also_ && also_->paths == paths) return;
+        drop_also();
+        if (paths.empty()) return;
+        also_ = std::make_unique<also_watches>();
+        also_->paths = paths;
+        also_->watches.resize(paths.size());
+        for (std::size_t i = 0; i < paths.size(); ++i) watch_also_one(i);
+    }
+
+    void watch_also_one(std::size_t i)
+    {
+        auto w = also_->watches[i] = s_->make_watch();
+        auto self = shared_from_this();
+        auto also = also_.get();
+        s_->get_data(also->paths[i], w, [self, w, also](error_code ec, std::string, zklock::stat) {
+            if (!ec || self->also_.get() != also) return;
+            w->cancel_wait();  // no watch was set
+            if (ec != zk_errc::no_node && !is_retryable(ec)) return;  // the node we wait on decides
+            self->drop_also();  // asked for again, all are watched again
+            if (!self->fsm_.finished()) self->run(self->fsm_.on_also_fired());
+        });
+        // As for watch_ahead: the callback holds the watch by address only; drop_also() breaks the
+        // cycle through `self`.
+        w->wait([self, i, also](error_code ec, watch_event ev) {
+            if (ec || self->fsm_.finished() || self->also_.get() != also) return;
+            if (ev.type != watch_event_type::deleted) return self->watch_also_one(i);
+            self->drop_also();
+            self->run(self->fsm_.on_also_fired());
+        });
+    }
+
+    void drop_also()
+    {
+        if (!also_) return;
+        for (auto& w : also_->watches)
+            if (w) w->cancel_wait();
+        also_.reset();
+    }
+
+    // A semaphore holder's write into its own node (acquire_fsm::action::touch), in the
+    // background: the waiter behind it watches the node. The first writes our data at version 0;
+    // a write back (after_touch) reads the node and writes what it read at that version.
+    void touch_own(std::string node, bool write_back)
+    {
+        auto self = shared_from_this();
+        auto then = [self, node, write_back](error_code ec, zklock::stat) {
+            switch (after_touch(ec, write_back)) {
+            case touch_next::done: return;
+            case touch_next::retry:
+                return self->s_->wait_connected(self->generation_, [self, node, write_back](error_code ec2) {
+                    if (!ec2) self->touch_own(node, write_back);
+                });
+            case touch_next::write_back: return self->touch_own(node, true);
+            }
+        };
+        if (!write_back) return s_->set_data(node, *owner_info_, 0, std::move(then));
+        s_->get_data(node, nullptr, [self, node, then = std::move(then)](error_code ec, std::string data, zklock::stat st) mutable {
+            if (!ec) return self->s_->set_data(node, data, st.version, std::move(then));
+            if (is_retryable(ec)) then(ec, {});
+        });
+    }
+
+    void finish(error_code ec, bool touch = false)
     {
         if (timer_) timer_->cancel();
         if (watch_) watch_->cancel_wait();
         watch_.reset();
         drop_ahead();
+        drop_also();
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
         if (count_known_ && fsm_.count_verified()) *count_known_ = true;
@@ -457,6 +529,7 @@ private:
         lease result;
         if (ls) {
             if (!internal_) s_->log().event(log_level::info, "lock granted", fsm_.dir(), fsm_.own_node());
+            if (touch) touch_own(fsm_.own_node(), false);
             result = lease(std::move(ls));
         }
         if (in_initiation_) h_.post(s_->executor(), ec, std::move(result));
@@ -475,6 +548,11 @@ private:
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> own_watch_;  // our own node, while we wait (see watch_own)
     std::shared_ptr<watch_state> ahead_;      // the look-ahead's node (see watch_ahead)
+    struct also_watches {
+        std::vector<std::string> paths;
+        std::vector<std::shared_ptr<watch_state>> watches;
+    };
+    std::unique_ptr<also_watches> also_;  // a semaphore's first waiter (see watch_also)
     const watch_state* waiting_on_ = nullptr;  // watch_ has our wait callback
     std::uint64_t own_connection_ = 0;          // zk_port::connections() when own_watch_ was confirmed (0: not yet)
     std::uint64_t generation_ = 0;

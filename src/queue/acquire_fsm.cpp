@@ -19,9 +19,11 @@ grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
     constexpr kind_set locks = kind_bit(node_kind::exclusive) | kind_bit(node_kind::shared);
     constexpr kind_set all = locks | kind_bit(node_kind::permit);
     switch (kind) {
-    case node_kind::exclusive: return {all, 1, locks, true, true, true};
-    case node_kind::shared: return {ZKLOCK_MUTANT(mutant::reader_passes_writer, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false};
-    case node_kind::permit: return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(mutant::one_permit_too_many, permits, permits + 1), kind_bit(node_kind::permit), false, false, false};
+    case node_kind::exclusive: return {all, 1, locks, true, true, true, false};
+    case node_kind::shared: return {ZKLOCK_MUTANT(mutant::reader_passes_writer, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false, false};
+    case node_kind::permit:
+        return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(mutant::one_permit_too_many, permits, permits + 1), kind_bit(node_kind::permit),
+                false, false, false, ZKLOCK_MUTANT(mutant::permit_watches_one, true, false)};
     }
     return {};
 }
@@ -29,10 +31,17 @@ grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
 verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_policy& policy)
 {
     const grant_rule rule = rule_of(policy);
-    std::uint32_t counted = 0;
-    for (std::size_t i = own; i-- > 0;)
-        if ((rule.counts & kind_bit(q[i].kind)) && ++counted == rule.window) return {false, i};
-    return {true, 0};
+    if (rule.window == 0) return {true, 0};
+    // The counted nodes before ours, nearest first: up to one past the window.
+    std::vector<std::size_t> before;
+    for (std::size_t i = own; i-- > 0 && before.size() <= rule.window;)
+        if (rule.counts & kind_bit(q[i].kind)) before.push_back(i);
+    if (before.size() < rule.window) return {true, 0};
+    if (!rule.spread || rule.window == 1) return {false, before[rule.window - 1]};
+    verdict v{false, before[0]};
+    if (before.size() > rule.window) v.behind = true;
+    else v.also.assign(before.begin() + 1, before.end());
+    return v;
 }
 
 namespace {
@@ -71,7 +80,12 @@ std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, 
         r.acquired = true;
         return r;
     }
-    const std::uint32_t pred = counted.positions[before - rule.window];  // a sorted position
+    const bool spread = rule.spread && rule.window > 1;
+    // A spread rule's waiter watches the nearest; any other the window-th nearest.
+    const std::uint32_t pred = counted.positions[before - (spread ? 1 : rule.window)];  // a sorted position
+    if (spread && before > rule.window) r.behind = true;
+    else if (spread)
+        for (std::uint32_t k = 0; k + 1 < before; ++k) r.also.push_back(l.name(nodes[ix.by_seq[counted.positions[k]]]));
     const auto& w = nodes[ix.by_seq[pred]];
     r.watch = l.name(w);
     r.watch_kind = w.kind;
@@ -105,6 +119,13 @@ public:
     std::size_t size() const noexcept { return heap_.size(); }
     /// The farthest kept (the k-th nearest once k are kept).
     const listing::node* farthest() const noexcept { return heap_.front(); }
+    /// The nearest kept (not empty).
+    const listing::node* closest() const noexcept
+    {
+        return *std::max_element(heap_.begin(), heap_.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    }
+    /// Every node kept, in no particular order.
+    const auto& nodes() const noexcept { return heap_; }
     void drop_farthest()
     {
         std::pop_heap(heap_.begin(), heap_.end(), later);
@@ -131,8 +152,10 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
     if (l.scans() > 1)
         if (auto sr = scan_sorted(l, *own, own_id, rule)) return *sr;
     std::int64_t head_seq = own->seq;
-    // The `window` counted nodes nearest before ours, and with look-ahead the one before those.
-    nearest near(rule.window == 0 ? 0 : rule.window + (rule.lookahead ? 1 : 0));
+    const bool spread = rule.spread && rule.window > 1;
+    // The `window` counted nodes nearest before ours, and with look-ahead the one before those
+    // (a spread rule: whether there is one before those).
+    nearest near(rule.window == 0 ? 0 : rule.window + (rule.lookahead || spread ? 1 : 0));
     for (const auto& n : l.nodes()) {
         if (n.seq == own->seq && l.name(n) == own_name) {
             r.found = true;
@@ -152,6 +175,19 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
     if (!r.found || r.recipe_mismatch) return r;
     if (rule.window == 0 || near.size() < rule.window) {
         r.acquired = true;
+        return r;
+    }
+    if (spread) {
+        // The nearest is watched; behind the first waiter, that is all, and the first waiter
+        // watches the others too.
+        r.behind = near.size() > rule.window;
+        if (r.behind) near.drop_farthest();
+        const listing::node* nearest_node = near.closest();
+        for (const listing::node* n : near.nodes())
+            if (n != nearest_node && !r.behind) r.also.push_back(l.name(*n));
+        r.watch = l.name(*nearest_node);
+        r.watch_kind = nearest_node->kind;
+        r.watch_is_head = nearest_node->seq == head_seq;
         return r;
     }
     if (near.size() > rule.window) {
@@ -276,7 +312,10 @@ acquire_fsm::action acquire_fsm::list()
 acquire_fsm::action acquire_fsm::watch()
 {
     state_ = state::watching;
-    return {ak::watch, watched_, {}, {}, own_watched_};
+    also_gone_ = false;
+    action a{ak::watch, watched_, {}, {}, own_watched_};
+    a.also = also_;
+    return a;
 }
 
 acquire_fsm::action acquire_fsm::remove()
@@ -401,7 +440,12 @@ acquire_fsm::action acquire_fsm::grant(grant_basis basis, bool listed_successor)
     listed_successor_ = by_listing_ && listed_successor;
     fast_ = !by_listing_;
     marked_ = basis == grant_basis::handoff_mark;
-    return finish({});
+    action a = finish({});
+    // A semaphore's waiter behind us may be watching our node (the first waiter's successor):
+    // our write tells it that it is the first waiter now. Only a listing that showed nobody after
+    // us spares it: anyone who queued later saw us among the holders in its own listing.
+    a.touch = rule_of(policy_).spread && rule_of(policy_).window > 1 && (!by_listing_ || listed_successor);
+    return a;
 }
 
 acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool arming)
@@ -441,13 +485,17 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         }
         a = wait_event();
     } else {
-        watched_ = join_path(*dir_, r.watch);
+        std::string next = join_path(*dir_, r.watch);
+        if (next != watched_) listed_version_ = 0;
+        watched_ = std::move(next);
+        behind_ = r.behind;
+        also_.clear();
+        for (auto n : r.also) also_.push_back(join_path(*dir_, n));
         // Head of our listing: nothing older can ever appear, so its deletion grants us the lock
         // (where the rule allows it: see grant_rule::head_handoff).
         watched_clear_ = r.watch_is_head && rule.head_handoff;
         // An exclusive node may leave with a handoff mark that says it was the head (where the
-        // rule allows marks: not for permits, whose holder is not the head and whose waiter
-        // watches a node several places ahead).
+        // rule allows marks: not for permits, which are held by several nodes at once).
         watched_markable_ = !watched_clear_ && r.watch_kind == node_kind::exclusive && rule.marks;
         listed_size_ = r.size;
         // Our own node needs a watch only if this wait may end without any further request (a
@@ -530,10 +578,16 @@ acquire_fsm::action acquire_fsm::wait_event()
     return a;
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, std::string_view data)
+acquire_fsm::action acquire_fsm::on_watch_set(error_code ec, std::string_view data, std::int32_t version)
 {
     if (state_ != state::watching) return {};
     if (abort_) return remove();
+    if (!ec && also_gone_) return list();  // a holder the first waiter watches is gone
+    if (!ec && behind_ && version > listed_version_) {
+        // Written since we last listed: its owner may hold now (and we are the first waiter).
+        listed_version_ = version;
+        return list();
+    }
     if (!ec && policy_.kind() == node_kind::shared && is_downgrade_mark(data)) {
         // The writer we wait on holds a read lock now. Granted, once we know our own node is still
         // there: its watch's reply comes before this one (the driver sends it first). Asked for
@@ -572,7 +626,10 @@ acquire_fsm::action acquire_fsm::on_watch_fired(bool deleted, std::size_t queue_
         // (exclusive) or behind no writer (shared).
         return grant(grant_basis::head_deleted);
     }
-    if (!deleted) return watch();  // its data changed (a revocation request, any write): watch it again
+    // Its data changed (a revocation request, any write): watch it again. Behind a semaphore's
+    // first waiter it is most likely that waiter's grant: list at once (if the listing still shows
+    // us behind it, the version the watch then reads is newer, and we list once more).
+    if (!deleted) return behind_ ? list() : watch();
     if (watched_markable_ && std::max(queue_hint, listed_size_) >= ZKLOCK_MARK_QUEUE(min_queue_for_mark)) {
         // Did it leave as the head? Two small reads instead of listing a long queue.
         state_ = state::reading_mark;
@@ -599,6 +656,25 @@ acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
     a.mark = ahead_kind_ == node_kind::exclusive && std::max(queue_hint, listed_size_) >= ZKLOCK_MARK_QUEUE(min_queue_for_mark);
     state_ = a.mark ? state::arming_mark : state::arming_list;
     return a;
+}
+
+acquire_fsm::action acquire_fsm::on_also_fired()
+{
+    if (state_ == state::watching) {
+        also_gone_ = true;  // on_watch_set lists
+        return {};
+    }
+    if (state_ != state::waiting || also_.empty()) return {};
+    if (abort_) return remove();
+    return list();
+}
+
+touch_next after_touch(const error_code& ec, bool wrote_back) noexcept
+{
+    if (!ec) return touch_next::done;
+    if (is_retryable(ec)) return touch_next::retry;
+    if (ec == zk_errc::bad_version && !wrote_back) return touch_next::write_back;
+    return touch_next::done;  // gone with its node or its session, or someone else's write was heard
 }
 
 acquire_fsm::action acquire_fsm::on_own_watch(bool set)

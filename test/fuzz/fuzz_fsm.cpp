@@ -74,6 +74,7 @@ std::string seq10(std::int64_t seq)
 struct znode {
     bool ours = false;  // created by our session (ephemeralOwner is us)
     std::int64_t czxid = 0;
+    std::int32_t version = 0;  // its data version (anyone may write into any node)
 };
 
 class world {
@@ -195,6 +196,10 @@ private:
         }
         watched_changed(p, true);
         ahead_changed(p);
+        if (also_.erase(p)) {
+            also_.clear();  // the driver drops the others: asked for again, all are watched again
+            feed(fsm_.on_also_fired());
+        }
     }
 
     // Whether `name` is an exclusive node with nothing older: a holder that may release with a mark.
@@ -260,6 +265,9 @@ private:
             break;
         default: break;
         }
+        if (a.kind == ak::watch || a.kind == ak::remove || a.kind == ak::done) also_.clear();  // the driver drops them
+        if (a.kind == ak::done) FUZZ_CHECK(!a.touch || (!a.ec && policy_.kind() == node_kind::permit));
+        if (a.kind == ak::watch) FUZZ_CHECK(a.also.empty() || policy_.kind() == node_kind::permit);
         pending_ = std::move(a);
         if (pending_.kind == ak::wait_event) {
             // The driver replaces any look-ahead watch by the one asked for (none: dropped).
@@ -285,6 +293,7 @@ private:
         const auto kind = pending_.kind;
         const std::string p = pending_.path;
         const bool watch_own = pending_.watch_own;
+        const std::vector<std::string> also = pending_.also;
         pending_version_ = pending_.version;
         pending_mark_ = pending_.mark;
         claim_data_ = pending_.data;
@@ -357,12 +366,26 @@ private:
             FUZZ_CHECK(p != fsm_.own_node());  // it waits on others, never on itself
             if (lost) return feed(fsm_.on_watch_set(loss), true);
             if (watch_own) set_own_watch(in_.pick(8) == 0);  // the driver's read of our own node goes first, its reply first
-            if (find(p)) {
+            if (znode* n = find(p)) {
                 watched_ = p;
                 watch_armed_ = true;
-                return feed(fsm_.on_watch_set(ok), true);
+                feed(fsm_.on_watch_set(ok, {}, n->version), true);
+            } else {
+                feed(fsm_.on_watch_set(zk_errc::no_node), true);
             }
-            return feed(fsm_.on_watch_set(zk_errc::no_node), true);
+            // The driver reads each of a semaphore's other holders with a watch, right behind; a
+            // read that sets no watch (the node gone, the connection lost) drops them all.
+            for (const auto& o : also) {
+                FUZZ_CHECK(o != fsm_.own_node() && o != p);
+                if (exists(o) && (in_.empty() || in_.pick(8) != 0)) {  // in the calm, every read succeeds
+                    also_.insert(o);
+                    continue;
+                }
+                also_.clear();
+                feed(fsm_.on_also_fired());
+                break;
+            }
+            return;
         case ak::wait_connected: return feed(fsm_.on_connected(), true);
         case ak::read_count:
             if (lost) return feed(fsm_.on_count_read(loss, "", 0), true);
@@ -478,6 +501,7 @@ private:
             const auto all = names();
             if (all.empty()) break;
             const std::string written = path(all[in_.pick(static_cast<unsigned>(all.size()))]);
+            ++find(written)->version;
             watched_changed(written, false);
             if (written == fsm_.own_node() && own_watch_ == own_watch::confirmed && done_ == 0) {
                 // Our own node's data (a revocation request): its watch fires, and the driver
@@ -517,6 +541,7 @@ private:
             for (auto it = kids_.begin(); it != kids_.end();) it = it->second.ours ? kids_.erase(it) : std::next(it);
             pzxid_ = zxid_++;
             watch_armed_ = ahead_armed_ = false;
+            also_.clear();
             if (pending_.kind == ak::wait_event) feed(fsm_.on_session_lost(errc::session_expired));
             break;
         case 13:  // cancellation or the deadline
@@ -579,6 +604,7 @@ private:
         feed(fsm_.on_cancel(boost::asio::error::operation_aborted));
         feed(fsm_.on_watch_fired(true));
         feed(fsm_.on_ahead_fired(acquire_fsm::min_queue_for_mark));
+        feed(fsm_.on_also_fired());
         feed(fsm_.on_own_watch(true));
         feed(fsm_.on_children(ok, names()));
         feed(fsm_.on_connected());
@@ -620,6 +646,7 @@ private:
     bool watch_armed_ = false;
     std::string ahead_;        // the look-ahead's node (wait_event's ahead)
     bool ahead_armed_ = false;
+    std::set<std::string> also_;  // a semaphore's other holders, watched (action::also)
     bool pending_mark_ = false;  // the arm in flight reads the mark
     // The driver's data watch on our own node: none, set and confirmed by the server, or being set
     // again after it fired for a data change (its reply not in yet).

@@ -168,7 +168,8 @@ TEST_CASE("semaphore: at most N holders, FIFO, one waiter woken per release, cou
                     for (int k = 0; k < 3; ++k) {
                         auto l = co_await sem.async_acquire(30s);
                         most = std::max(most, ++inside);
-                        co_await sleep_for(std::chrono::milliseconds(1 + (i * 7 + k) % 5));
+                        // Holds long against a grant (a few round trips): N is reached.
+                        co_await sleep_for(std::chrono::milliseconds(20 + (i * 7 + k) % 20));
                         --inside;
                         co_await l.async_release();
                     }
@@ -228,6 +229,41 @@ TEST_CASE("semaphore: at most N holders, FIFO, one waiter woken per release, cou
             CHECK(ec4 == errc::invalid_argument);
             for (auto& a : all) co_await a.async_release();
         }
+    });
+}
+
+TEST_CASE("semaphore: a permit freed by any holder goes to the first waiter at once, in every order of release")
+{
+    // Two permits held by h0 (the oldest) and h1; w2 is the first waiter, w3 waits behind it. A
+    // waiter that watched only the node two places ahead (w2: h0) heard nothing of h1's release:
+    // the permit idled as long as h0 held.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto ss = co_await open_sessions(4);
+        const auto path = unique_path("sem-order");
+        semaphore sems[] = {{ss[0], path, 2}, {ss[1], path, 2}, {ss[2], path, 2}, {ss[3], path, 2}};
+        auto h0 = co_await sems[0].async_acquire(5s);
+        auto h1 = co_await sems[1].async_acquire(5s);
+        lease w2, w3;
+        asio::co_spawn(ex, [&]() -> awaitable<void> { w2 = co_await sems[2].async_acquire(30s); }, asio::detached);
+        CHECK(co_await wait_children(ss[0], path, 3) == 3);
+        asio::co_spawn(ex, [&]() -> awaitable<void> { w3 = co_await sems[3].async_acquire(30s); }, asio::detached);
+        CHECK(co_await wait_children(ss[0], path, 4) == 4);
+
+        // The younger holder leaves first: w2 holds while h0 still does, and w3 still waits.
+        co_await h1.async_release();
+        CHECK(co_await eventually([&] { return w2.owns_lock(); }, 10s));
+        CHECK(h0.status() == lease_status::held);
+        co_await sleep_for(100ms);
+        CHECK_FALSE(w3.owns_lock());
+        // The newest holder (w2, granted last) leaves before the oldest: w3, the first waiter
+        // since w2's grant, holds.
+        co_await w2.async_release();
+        CHECK(co_await eventually([&] { return w3.owns_lock(); }, 10s));
+        CHECK(h0.status() == lease_status::held);
+        CHECK((co_await children_of(ss[0], path)).size() == 2);
+        co_await h0.async_release();
+        co_await w3.async_release();
     });
 }
 

@@ -168,7 +168,11 @@ void world::check_idle_permits()
     // simulation's messages take no time, but the scheduler lets time run between them, so the
     // bound is a third of the session timeout of virtual time (the ping interval), more than the
     // few messages a grant takes ever wait here. A client that stops being healthy starts the
-    // count again.
+    // count again, as does one with a request on the path in flight. So does a node behind an unhealthy
+    // client's node: only the first waiter watches the holders, and the one behind it learns that
+    // it is first from that waiter's grant (its write into its node), which waits for that client
+    // to run and reach the leader again, or for its session to end (docs/guarantees.md, "The
+    // semaphore's liveness").
     bool any = false;
     for (auto& a : actors_)
         if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && healthy(client_of(*a))) any = true;
@@ -181,6 +185,7 @@ void world::check_idle_permits()
     std::sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) { return seq(x) < seq(y); });
     const auto now = clock_.now();
     std::map<std::string, time_point> still;
+    bool behind_unhealthy = false;  // a node before this one is an unhealthy client's
     for (std::size_t i = 0; i < names.size() && i < permits; ++i) {
         const auto node = path_of(lock_type::permit) + "/" + names[i];
         const auto st = model_.stat_of(node);
@@ -188,16 +193,22 @@ void world::check_idle_permits()
         client* owner = nullptr;
         for (auto& c : clients_)
             if (!c->dead && c->port->model_session() == st->ephemeral_owner) owner = c.get();
-        if (!owner || !healthy(*owner)) continue;
         // A node held by a lease is not waiting; the owner must have an acquire of a permit waiting.
         bool held = false, waiting = false;
         for (auto& a : actors_) {
-            if (a->client != owner->index) continue;
+            if (!owner || a->client != owner->index) continue;
             if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at) waiting = true;
             for (auto& h : a->held)
                 if (h.l.node() == node) held = true;
         }
-        if (held || !waiting) continue;
+        if (!owner || !healthy(*owner)) {
+            behind_unhealthy = true;
+            continue;
+        }
+        // A client with a request on the semaphore's path in flight is not idle: the scheduler may
+        // let time run before it is answered (two of the session's 500 ms timers), and that
+        // request may be the grant's listing.
+        if (held || !waiting || behind_unhealthy || owner->port->in_flight_under(path_of(lock_type::permit))) continue;
         auto it = idle_permit_since_.find(node);
         const auto since = it == idle_permit_since_.end() ? now : it->second;
         if (now - since > duration(cfg_.session_timeout) / 3)

@@ -116,6 +116,13 @@ public:
 
     /// How many requests wait for a reply, and how many wait for a connection.
     std::size_t in_flight() const noexcept { return in_flight_.size(); }
+    /// Whether a request on `path` or under it waits for a reply or for a connection.
+    bool in_flight_under(std::string_view path) const noexcept
+    {
+        for (const auto& o : in_flight_)
+            if (o.path.starts_with(path) && (o.path.size() == path.size() || o.path[path.size()] == '/')) return true;
+        return false;
+    }
 
 private:
     struct outstanding {

@@ -66,12 +66,7 @@ ZKLOCK_SIM_MUTANT_CASE(observer_ends_on_connection_loss, "an election observer g
 ZKLOCK_SIM_MUTANT_CASE(valid_until_at_grant, "a lease's valid_until as its grant read it, never moved on")
 ZKLOCK_SIM_MUTANT_CASE(revocation_unheard, "a revocation request read in our node is not told")
 ZKLOCK_SIM_MUTANT_CASE(loss_untold, "a presumed expiry not told to async_wait_lost")
-
-// Pending: the idle-permit checker (run_config::check_idle_permits) has no mutant of its own yet,
-// because the semaphore as it is fails it (test_sim.cpp, "sim: a free permit never idles…", seed
-// 3): a waiter watches only the node `permits` places ahead. Once the semaphore hears of every
-// release ahead of its waiter, that fix's one-line undoing is this checker's mutant, and the
-// checker joins the regular runs.
+ZKLOCK_SIM_MUTANT_CASE(permit_watches_one, "a semaphore waiter watches only the node `permits` places ahead")
 
 // No mutant: the correct operations, with handoff marks from a queue of 2 on (the library reads
 // them from 256, which the simulation's queues never reach): the releases write marks, waiters

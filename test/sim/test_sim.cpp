@@ -112,27 +112,3 @@ TEST_CASE("sim: ZKLOCK_SIM_SEED replays one seed with its trace" * doctest::skip
     replay_one();
 }
 
-// Issue 57, part 5: a semaphore's waiter watches the node `permits` places ahead of its own; when
-// a holder nearer the head releases first, the waiter could take a permit, and hears nothing
-// until the watched node leaves. The checker (run_config::check_idle_permits) fails a run where a
-// waiter that could hold a permit waits for more than a third of the session timeout with its
-// client healthy. It finds this in about one schedule in 20 (seed 3: node ...13 waits with one
-// node before it of 2 permits, watching ...11, whose holder keeps it). Expected to fail until
-// the semaphore hears of every release ahead of its waiter; then drop should_fail, and turn the
-// checker on in the regular runs.
-TEST_CASE("sim: a free permit never idles while a waiter could take it (the semaphore fails it: issue 57)" *
-          doctest::should_fail())
-{
-    run_config proto;
-    proto.check_idle_permits = true;
-    const auto r = run_range(1, 2000, 60, true, proto);
-    INFO(r.first_report);
-    CHECK(r.failures == 0);
-}
-
-TEST_CASE("sim: ZKLOCK_SIM_SEED replays one seed with the idle-permit checker" * doctest::skip(!replay_requested()))
-{
-    run_config proto;
-    proto.check_idle_permits = true;
-    replay_one(proto);
-}

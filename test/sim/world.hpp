@@ -29,10 +29,8 @@ struct run_config {
     bool trace = false;
     std::uint64_t max_steps = 200'000;
     /// The semaphore's liveness checker (a free permit idles while a waiter that could take it
-    /// waits, checkers.cpp): off by default, because the semaphore fails it today (a waiter
-    /// watches only the node `permits` places ahead of its own, and does not hear of a nearer
-    /// one's release: test_sim.cpp's `sim: a free permit never idles…`).
-    bool check_idle_permits = false;
+    /// waits, checkers.cpp).
+    bool check_idle_permits = true;
 };
 
 /// What a run found.

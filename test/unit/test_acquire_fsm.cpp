@@ -33,6 +33,12 @@ std::string name(std::uint64_t id, int seq, char kind = 'x')
 }
 std::string path(std::uint64_t id, int seq, char kind = 'x') { return dir + "/" + name(id, seq, kind); }
 
+std::vector<std::string_view> sorted(std::vector<std::string_view> v)
+{
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
 const error_code ok{};
 const error_code loss = zk_errc::connection_loss;
 const error_code aborted = boost::asio::error::operation_aborted;
@@ -916,12 +922,27 @@ TEST_CASE("queue policies")
     CHECK(evaluate(q, 0, {node_kind::shared, 1}).acquired);
     CHECK(evaluate(q, 3, {node_kind::shared, 1}).watch == 1);
     CHECK(evaluate(q, 5, {node_kind::shared, 1}).watch == 4);
-    // permits: held while fewer than N permit nodes are ahead; else watch the one N places ahead
-    auto p = make_queue({name(1, 1, 's'), name(2, 2, 's'), name(3, 3, 's'), name(4, 4, 's')});
+    // permits: held while fewer than N permit nodes are ahead; the first waiter watches all N
+    // (the nearest, and the others as `also`), every one behind it the nearest permit node
+    auto p = make_queue({name(1, 1, 's'), name(2, 2, 's'), name(3, 3, 's'), name(4, 4, 's'), name(5, 5, 's')});
     CHECK(evaluate(p, 1, {node_kind::permit, 2}).acquired);
-    CHECK_FALSE(evaluate(p, 2, {node_kind::permit, 2}).acquired);
-    CHECK(evaluate(p, 2, {node_kind::permit, 2}).watch == 0);
-    CHECK(evaluate(p, 3, {node_kind::permit, 2}).watch == 1);
+    const verdict first = evaluate(p, 2, {node_kind::permit, 2});
+    CHECK_FALSE(first.acquired);
+    CHECK(first.watch == 1);
+    CHECK(first.also == std::vector<std::size_t>{0});
+    CHECK_FALSE(first.behind);
+    const verdict behind = evaluate(p, 3, {node_kind::permit, 2});
+    CHECK(behind.watch == 2);
+    CHECK(behind.also.empty());
+    CHECK(behind.behind);
+    CHECK(evaluate(p, 3, {node_kind::permit, 3}).watch == 2);
+    CHECK(evaluate(p, 3, {node_kind::permit, 3}).also == std::vector<std::size_t>{1, 0});
+    CHECK(evaluate(p, 4, {node_kind::permit, 3}).watch == 3);
+    CHECK(evaluate(p, 4, {node_kind::permit, 3}).behind);
+    // one permit: the nearest, as a mutex
+    CHECK(evaluate(p, 3, {node_kind::permit, 1}).watch == 2);
+    CHECK(evaluate(p, 3, {node_kind::permit, 1}).also.empty());
+    CHECK_FALSE(evaluate(p, 3, {node_kind::permit, 1}).behind);
 }
 
 TEST_CASE("our own node deleted by someone else while we wait: lock_lost, never a grant on a node that is gone")
@@ -1027,6 +1048,8 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
         CHECK(r2.watch_kind == r.watch_kind);
         CHECK(r2.watch_is_head == r.watch_is_head);
         CHECK(r2.ahead == r.ahead);
+        CHECK(r2.behind == r.behind);
+        CHECK(sorted(r2.also) == sorted(r.also));
         CHECK(r2.duplicates.size() == r.duplicates.size());
         CHECK(r2.size == r.size);
         CAPTURE(round);
@@ -1046,6 +1069,10 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
             CHECK(r.watch == q[v.watch].name);
             CHECK(r.watch_kind == q[v.watch].kind);
             CHECK(r.watch_is_head == (v.watch == 0));
+            CHECK(r.behind == v.behind);
+            std::vector<std::string_view> also;
+            for (auto i : v.also) also.push_back(q[i].name);
+            CHECK(sorted(r.also) == sorted(also));
             // Exclusive: the look-ahead's node is the one just before the watched one.
             if (policy.kind() == node_kind::exclusive && v.watch > 0) {
                 CHECK(r.ahead == q[v.watch - 1].name);
@@ -1060,6 +1087,122 @@ TEST_CASE("scan_queue agrees with evaluate on the sorted queue, for random listi
     }
     // Our node missing from the listing: not found, nothing decided.
     CHECK_FALSE(scan_queue(listing({name(2, 1)}), name(me, 5), me, {}).found);
+}
+
+TEST_CASE("a semaphore's waits: the first waiter hears every holder, the one behind it hears its grant")
+{
+    // Two permits, held by 1 and 3; 5 is the first waiter, 7 (ours, in some cases) behind it.
+    const std::vector<std::string> queue{name(9, 1, 's'), name(8, 3, 's'), name(6, 5, 's'), name(me, 7, 's')};
+    SUBCASE("the first waiter watches both holders, and lists when either goes")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        auto w = f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 1, 's'), name(8, 3, 's'), name(me, 5, 's')});
+        CHECK(w.kind == ak::watch);
+        CHECK(w.path == path(8, 3, 's'));
+        CHECK(w.also == std::vector<std::string>{path(9, 1, 's')});
+        CHECK(f.on_watch_set(ok, {}, 0).kind == ak::wait_event);
+        // The holder nearer the head leaves first: the permit it frees is ours.
+        CHECK(f.on_also_fired().kind == ak::list);
+        auto g = f.on_children(ok, {name(8, 3, 's'), name(me, 5, 's')});
+        CHECK(g.kind == ak::done);
+        CHECK_FALSE(g.ec);
+        CHECK_FALSE(g.touch);  // nobody after us in the listing that granted us
+    }
+    SUBCASE("a holder's data written: nothing, the watches stay")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 1, 's'), name(8, 3, 's'), name(me, 5, 's')});
+        f.on_watch_set(ok, {}, 0);
+        auto again = f.on_watch_fired(false);
+        CHECK(again.kind == ak::watch);
+        CHECK(f.on_watch_set(ok, {}, 1).kind == ak::wait_event);  // a holder's version says nothing
+    }
+    SUBCASE("a holder gone while the watch is being set: list once it is")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 1, 's'), name(8, 3, 's'), name(me, 5, 's')});
+        f.on_watch_set(ok, {}, 0);
+        f.on_watch_fired(false);
+        CHECK(f.on_also_fired().kind == ak::none);
+        CHECK(f.on_watch_set(ok, {}, 0).kind == ak::list);
+    }
+    SUBCASE("granted with a waiter behind: the grant writes into our node")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 1, 's'), name(8, 3, 's'), name(me, 5, 's')});
+        f.on_watch_set(ok, {}, 0);
+        f.on_also_fired();
+        auto g = f.on_children(ok, {name(8, 3, 's'), name(me, 5, 's'), name(6, 7, 's')});
+        CHECK(g.kind == ak::done);
+        CHECK(g.touch);
+    }
+    SUBCASE("behind the first waiter: watch it alone, list when it is written into")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        auto w = f.on_create(ok, path(me, 7, 's'), 1, ok, queue);
+        CHECK(w.kind == ak::watch);
+        CHECK(w.path == path(6, 5, 's'));
+        CHECK(w.also.empty());
+        CHECK(f.on_watch_set(ok, {}, 0).kind == ak::wait_event);
+        // It is granted and writes: we are the first waiter now.
+        CHECK(f.on_watch_fired(false).kind == ak::list);
+        auto first = f.on_children(ok, {name(8, 3, 's'), name(6, 5, 's'), name(me, 7, 's')});
+        CHECK(first.kind == ak::watch);
+        CHECK(first.path == path(6, 5, 's'));
+        CHECK(first.also == std::vector<std::string>{path(8, 3, 's')});
+        CHECK(f.on_watch_set(ok, {}, 1).kind == ak::wait_event);  // no longer behind: its version says nothing
+    }
+    SUBCASE("behind the first waiter, which was granted and wrote before our watch: list")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 7, 's'), 1, ok, queue);
+        CHECK(f.on_watch_set(ok, {}, 1).kind == ak::list);
+        // Listed after that write, and still behind it (a write that was no grant, a revocation
+        // request): wait, without listing again for the same version.
+        CHECK(f.on_children(ok, queue).kind == ak::watch);
+        CHECK(f.on_watch_set(ok, {}, 1).kind == ak::wait_event);
+        // Written again: list at once; still behind it, the newer version lists once more, then waits.
+        CHECK(f.on_watch_fired(false).kind == ak::list);
+        CHECK(f.on_children(ok, queue).kind == ak::watch);
+        CHECK(f.on_watch_set(ok, {}, 2).kind == ak::list);
+        CHECK(f.on_children(ok, queue).kind == ak::watch);
+        CHECK(f.on_watch_set(ok, {}, 2).kind == ak::wait_event);
+    }
+    SUBCASE("behind the first waiter, which leaves: list")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 7, 's'), 1, ok, queue);
+        f.on_watch_set(ok, {}, 0);
+        CHECK(f.on_watch_fired(true).kind == ak::list);
+        CHECK(f.on_also_fired().kind == ak::none);  // no holder watched
+    }
+    SUBCASE("a cancel while the first waiter waits removes our node")
+    {
+        acquire_fsm f(dir, verified_permits(2), me, false);
+        f.start();
+        f.on_create(ok, path(me, 5, 's'), 1, ok, {name(9, 1, 's'), name(8, 3, 's'), name(me, 5, 's')});
+        f.on_watch_set(ok, {}, 0);
+        CHECK(f.on_cancel(aborted).kind == ak::remove);
+        CHECK(f.on_also_fired().kind == ak::none);
+    }
+}
+
+TEST_CASE("after a semaphore's grant write: what next")
+{
+    CHECK(after_touch(ok, false) == touch_next::done);
+    CHECK(after_touch(loss, false) == touch_next::retry);
+    CHECK(after_touch(loss, true) == touch_next::retry);
+    CHECK(after_touch(zk_errc::bad_version, false) == touch_next::write_back);
+    CHECK(after_touch(zk_errc::bad_version, true) == touch_next::done);
+    CHECK(after_touch(zk_errc::no_node, false) == touch_next::done);
+    CHECK(after_touch(zk_errc::session_expired, false) == touch_next::done);
 }
 
 TEST_CASE("a semaphore's permit count: read, claimed if absent, verified once per object")

@@ -20,6 +20,14 @@
 // completes at once there. A driver that has seen the count verified may say so (count_known) and
 // skip the read on later acquires; a create that finds the path gone verifies it again.
 //
+// A semaphore of N permits is held by the N oldest permit nodes, in no order of release. Its
+// first waiter (N nodes before it) watches all N (action::also besides the nearest): any one's
+// deletion makes it hold, and it lists. A waiter further back watches the nearest node before
+// it, which waits too, and lists when that node is deleted or written into (an event, or a data
+// version newer than at its last listing when it sets the watch): a waiter granted by a listing that showed a node after it writes
+// into its own node (action::touch), so the waiter behind it learns that it is now the first
+// waiter. One release wakes the first waiter; its grant wakes the one behind it.
+//
 // Handoff without a re-list, two ways (docs/handoff.md has the whole argument):
 //  * the watched node was the oldest queue node in our own listing: nothing older can ever appear
 //    (sequence numbers only grow), so its deletion means we hold the lock;
@@ -68,6 +76,16 @@ inline bool ends_session(const error_code& ec) noexcept
     return ec == zk_errc::session_expired || ec == zk_errc::closing;
 }
 
+/// A semaphore holder's write into its own node once granted (acquire_fsm::action::touch): the
+/// first is set_data(node, its data, version 0). What follows its reply: nothing (written, or the
+/// node or the session is gone), the same write once connected again (the connection was lost
+/// and the write may not have been applied), or a read of the node and a write of what it read
+/// back at the version read (someone wrote first, a revocation request: it stays, and the waiter
+/// behind still hears a write). A write back that finds another version again is done: that other
+/// write was heard too.
+enum class touch_next { done, retry, write_back };
+touch_next after_touch(const error_code& ec, bool wrote_back) noexcept;
+
 /// The data a semaphore's lock path stores: its permit count.
 std::string permit_count_data(std::uint32_t permits);
 
@@ -83,10 +101,13 @@ std::string downgrade_mark(std::string_view owner);
 /// Whether a node's data is a downgrade mark.
 bool is_downgrade_mark(std::string_view data) noexcept;
 
-/// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue).
+/// The outcome of looking at the queue: held, or blocked by `watch` (an index into the queue)
+/// and, for a spread rule's first waiter, by every node in `also` too.
 struct verdict {
     bool acquired = false;
     std::size_t watch = 0;
+    std::vector<std::size_t> also;
+    bool behind = false;  ///< spread rule: behind the first waiter (`watch` waits too)
 };
 
 /// rule_of(policy) on a sorted queue (the reference the unit tests hold scan_queue to).
@@ -103,6 +124,11 @@ struct scan_result {
     /// `watch` (the one whose departure may make `watch` the head: see acquire_fsm's look-ahead).
     std::string_view ahead;
     node_kind ahead_kind = node_kind::exclusive;
+    /// A spread rule's first waiter: the other nodes that hold, each watched as `watch` is.
+    std::vector<std::string_view> also;
+    /// A spread rule's waiter behind the first waiter: `watch` is the nearest counted node, which
+    /// waits too; its owner writes into it once granted.
+    bool behind = false;
     std::size_t position = 0;    ///< queue nodes before ours
     std::size_t size = 0;        ///< children in the listing (what listing again would cost)
     bool has_successor = false;  ///< a queue node after ours
@@ -153,6 +179,15 @@ public:
         /// a listing (see on_own_deleted); every other wait ends in a listing, which sees our node
         /// gone by itself.
         bool watch_own = false;
+        /// With `watch` (a semaphore's first waiter): also keep a data watch on each of these
+        /// nodes, until the next watch action names others or none. The deletion of any, or a reply
+        /// that it does not exist, is on_also_fired(); its data changing means nothing: the driver
+        /// watches it again.
+        std::vector<std::string> also;
+        /// With `done` (granted): write into our own node, so that the waiter behind us, which
+        /// watches it, hears that we hold (see after_touch). The driver does it once connected, in
+        /// the background, and the grant does not wait for it.
+        bool touch = false;
         std::string data;         ///< claim_count: the data to write
         std::int32_t version = -1;  ///< claim_count: the data version it must still have
         /// With `wait_event`: also keep a data watch on this node (the look-ahead watch, replacing
@@ -195,11 +230,16 @@ public:
     action on_children(error_code ec, const std::vector<std::string>& children);
     /// The reply to stat_node: `ours` when the node's ephemeralOwner is our session.
     action on_stat(error_code ec, std::int64_t czxid, bool ours);
-    /// The watch on the node we wait on is set (or failed), with that node's data. A reader
-    /// whose nearest writer's data is a downgrade mark is granted: that writer held the lock when
-    /// it downgraded, so no other writer is before it, and none between it and us (it is the
-    /// nearest); new nodes only ever queue behind ours.
-    action on_watch_set(error_code ec, std::string_view data = {});
+    /// The watch on the node we wait on is set (or failed), with that node's data and data
+    /// version. A reader whose nearest writer's data is a downgrade mark is granted: that writer
+    /// held the lock when it downgraded, so no other writer is before it, and none between it and
+    /// us (it is the nearest); new nodes only ever queue behind ours. A semaphore waiter behind the
+    /// first waiter lists again when the version is newer than the one it last listed after: its
+    /// owner may have been granted (and written) since our listing.
+    action on_watch_set(error_code ec, std::string_view data = {}, std::int32_t version = 0);
+    /// A semaphore's first waiter: a node of action::also was deleted, or was gone when its watch
+    /// was set.
+    action on_also_fired();
     /// The watched node was deleted (`deleted`) or its data changed.
     /// `queue_hint`: how long the queue was in the latest listing of this session (the driver's
     /// session remembers it): a deletion of an exclusive node is worth a mark read only in a long
@@ -331,6 +371,7 @@ private:
     std::string own_;
     std::string watched_;          // the node we wait on
     std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
+    std::vector<std::string> also_;  // a semaphore's first waiter: the other holders it watches
     std::vector<std::string> candidates_;  // after a lost create reply: nodes with our id, oldest first
     error_code abort_;
     std::uint64_t id_;  // our node's name prefix is node_prefix(*policy_.what, id_, policy_.marker): built per create, not kept
@@ -341,6 +382,7 @@ private:
     int lost_creates_ = 0;
     int parent_retries_ = 0;
     int count_tries_ = 0;
+    std::int32_t listed_version_ = 0;  // behind_: the watched node's data version we last listed after
     state state_ = state::idle;
     state resume_ = state::idle;
     node_kind ahead_kind_ = node_kind::exclusive;
@@ -357,6 +399,8 @@ private:
     bool marked_ = false;
     bool by_listing_ = false;        // granted by a listing (not by a handoff)
     bool listed_successor_ = false;  // that listing showed a node after ours
+    bool behind_ = false;            // a semaphore waiter behind the first waiter (watched_ waits too)
+    bool also_gone_ = false;         // a node of also_ went while the watch on watched_ was being set
 };
 
 }  // namespace zklock::detail

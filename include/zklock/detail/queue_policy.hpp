@@ -30,14 +30,16 @@ struct queue_policy {
 };
 
 /// The one grant rule every recipe is an instance of. A node holds when fewer than `window`
-/// nodes of the kinds `counts` are before it in the queue; a waiter watches the `window`-th
-/// nearest of them (its deletion is the first change that can make the count fall below the
-/// window). A node of a kind outside `compatible` before ours is another recipe on the same path:
-/// errc::recipe_mismatch. The flags say which listing-free handoffs the rule allows (see
-/// acquire_fsm): the deletion of a watched head grants (`head_handoff`, only with a window of
-/// one: with more, one deletion does not say how many are left), an exclusive node watched may
-/// leave a handoff mark (`marks`), and an exclusive waiter may watch the node ahead of the one it
-/// waits on (`lookahead`).
+/// nodes of the kinds `counts` are before it in the queue. With a window of one a waiter watches
+/// the nearest of them. With a wider one (`spread`: a semaphore) the first waiter, the one with
+/// exactly `window` of them before it, watches them all (once any one is gone, it holds), and
+/// every waiter behind it watches the nearest, itself waiting, whose owner writes into its node
+/// once granted: then the one behind it is the first waiter. A node of a kind outside `compatible`
+/// before ours is another recipe on the same path: errc::recipe_mismatch. The flags say which
+/// listing-free handoffs the rule allows (see acquire_fsm): the deletion of a watched head grants
+/// (`head_handoff`, only with a window of one: with more, one deletion does not say how many are
+/// left), an exclusive node watched may leave a handoff mark (`marks`), and an exclusive waiter
+/// may watch the node ahead of the one it waits on (`lookahead`).
 struct grant_rule {
     kind_set counts = 0;
     std::uint32_t window = 1;
@@ -45,11 +47,12 @@ struct grant_rule {
     bool head_handoff = false;
     bool marks = false;
     bool lookahead = false;
+    bool spread = false;
 };
 
 /// The rule of a policy: mutex and writer, every node counts, window one (the node just
 /// before); reader, only exclusive nodes count (the nearest writer); permit, only permit nodes
-/// count, window the permit count (the permit node `permits` places before ours).
+/// count, window the permit count, spread.
 grant_rule rule_of(const queue_policy& policy) noexcept;
 /// The rule of a node of `kind` (a permit node: with `permits` permits).
 grant_rule rule_of(node_kind kind, std::uint32_t permits = 1) noexcept;
