@@ -168,11 +168,11 @@ void world::check_idle_permits()
     // simulation's messages take no time, but the scheduler lets time run between them, so the
     // bound is a third of the session timeout of virtual time (the ping interval), more than the
     // few messages a grant takes ever wait here. A client that stops being healthy starts the
-    // count again, as does one with a request on the path in flight. So does a node behind an unhealthy
-    // client's node: only the first waiter watches the holders, and the one behind it learns that
-    // it is first from that waiter's grant (its write into its node), which waits for that client
-    // to run and reach the leader again, or for its session to end (docs/guarantees.md, "The
-    // semaphore's liveness").
+    // count again, as does one with a request on the path, or an event of a node there, on its
+    // way. So does a node behind an unhealthy client's node: only the first waiter watches the
+    // holders, and the one behind it learns that it is first from that waiter's grant (its write
+    // into its node), which waits for that client to run and reach the leader again, or for its
+    // session to end (docs/guarantees.md, "The semaphore's liveness").
     bool any = false;
     for (auto& a : actors_)
         if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && healthy(client_of(*a))) any = true;
@@ -205,10 +205,15 @@ void world::check_idle_permits()
             behind_unhealthy = true;
             continue;
         }
-        // A client with a request on the semaphore's path in flight is not idle: the scheduler may
-        // let time run before it is answered (two of the session's 500 ms timers), and that
-        // request may be the grant's listing.
-        if (held || !waiting || behind_unhealthy || owner->port->in_flight_under(path_of(lock_type::permit))) continue;
+        // A client with a request on the semaphore's path in flight, or a watch event of a node
+        // there on its way, is not idle: the scheduler may let time run before either arrives (two
+        // of the session's 500 ms timers), and it may be what grants.
+        const auto dir = path_of(lock_type::permit);
+        const auto& outbox = model_.outbox(st->ephemeral_owner);
+        const bool event_on_way = std::any_of(outbox.begin(), outbox.end(), [&](const message& m) {
+            return m.is_event && m.e.path.starts_with(dir + "/");
+        });
+        if (held || !waiting || behind_unhealthy || owner->port->in_flight_under(dir) || event_on_way) continue;
         auto it = idle_permit_since_.find(node);
         const auto since = it == idle_permit_since_.end() ? now : it->second;
         if (now - since > duration(cfg_.session_timeout) / 3)
