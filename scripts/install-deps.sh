@@ -65,8 +65,9 @@ if [ "$mode" != demo ]; then
 fi
 # ZKLOCK_SANITIZERS=1 (scripts/test-sanitizers.sh): Clang 16 and its runtimes, which build the suite
 # under ASan+UBSan against Debian 13's C client and the libFuzzer targets (GCC's TSan runtime comes
-# with g++).
-if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ] && [ "$mode" != demo ]; then packages+=(clang-16 libclang-rt-16-dev); fi
+# with g++), and llvm-16 for its llvm-symbolizer: without it a sanitizer's report has addresses, not
+# files and lines.
+if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ] && [ "$mode" != demo ]; then packages+=(clang-16 libclang-rt-16-dev llvm-16); fi
 # doxygen: scripts/test.sh builds the API reference (scripts/docs.sh) and fails on any warning.
 # libzookeeper-mt2: test/cmake/beside_client_test.sh links the system's multi-threaded C client
 # beside zklock too.

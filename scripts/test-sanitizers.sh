@@ -23,6 +23,14 @@ jobs=${JOBS:-$(nproc)}
 test_jobs=${TEST_JOBS:-2}
 fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
 
+# The symbolizer of Clang 16's own LLVM (scripts/install-deps.sh installs llvm-16) for every
+# sanitizer report here, the fuzz targets' too: the one the runtimes look for on PATH may be absent,
+# and a report is then addresses only.
+if [ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]; then
+    export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
+    export UBSAN_SYMBOLIZER_PATH=$ASAN_SYMBOLIZER_PATH
+fi
+
 start=$SECONDS
 failed=()
 # What failed and why, printed again at the very end: a CI log is often read from its tail only.
