@@ -21,9 +21,11 @@ grant_rule rule_of(node_kind kind, std::uint32_t permits) noexcept
     switch (kind) {
     case node_kind::exclusive: return {all, 1, locks, true, true, true, false};
     case node_kind::shared: return {ZKLOCK_MUTANT(mutant::reader_passes_writer, kind_bit(node_kind::exclusive), kind_set{0}), 1, locks, true, true, false, false};
-    case node_kind::permit:
-        return {kind_bit(node_kind::permit), ZKLOCK_MUTANT(mutant::one_permit_too_many, permits, permits + 1), kind_bit(node_kind::permit),
-                false, false, false, ZKLOCK_MUTANT(mutant::permit_watches_one, true, false)};
+    case node_kind::permit: {
+        const std::uint32_t window = ZKLOCK_MUTANT(mutant::one_permit_too_many, permits, permits + 1);
+        return {kind_bit(node_kind::permit), window, kind_bit(node_kind::permit), false, false, false,
+                ZKLOCK_MUTANT(mutant::permit_watches_one, window > 1, false)};
+    }
     }
     return {};
 }
@@ -37,7 +39,7 @@ verdict evaluate(const std::vector<queue_node>& q, std::size_t own, const queue_
     for (std::size_t i = own; i-- > 0 && before.size() <= rule.window;)
         if (rule.counts & kind_bit(q[i].kind)) before.push_back(i);
     if (before.size() < rule.window) return {true, 0};
-    if (!rule.spread || rule.window == 1) return {false, before[rule.window - 1]};
+    if (!rule.spread) return {false, before[rule.window - 1]};
     verdict v{false, before[0]};
     if (before.size() > rule.window) v.behind = true;
     else v.also.assign(before.begin() + 1, before.end());
@@ -80,11 +82,10 @@ std::optional<scan_result> scan_sorted(const listing& l, const queue_view& own, 
         r.acquired = true;
         return r;
     }
-    const bool spread = rule.spread && rule.window > 1;
     // A spread rule's waiter watches the nearest; any other the window-th nearest.
-    const std::uint32_t pred = counted.positions[before - (spread ? 1 : rule.window)];  // a sorted position
-    if (spread && before > rule.window) r.behind = true;
-    else if (spread)
+    const std::uint32_t pred = counted.positions[before - (rule.spread ? 1 : rule.window)];  // a sorted position
+    if (rule.spread && before > rule.window) r.behind = true;
+    else if (rule.spread)
         for (std::uint32_t k = 0; k + 1 < before; ++k) r.also.push_back(l.name(nodes[ix.by_seq[counted.positions[k]]]));
     const auto& w = nodes[ix.by_seq[pred]];
     r.watch = l.name(w);
@@ -152,10 +153,9 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
     if (l.scans() > 1)
         if (auto sr = scan_sorted(l, *own, own_id, rule)) return *sr;
     std::int64_t head_seq = own->seq;
-    const bool spread = rule.spread && rule.window > 1;
     // The `window` counted nodes nearest before ours, and with look-ahead the one before those
     // (a spread rule: whether there is one before those).
-    nearest near(rule.window == 0 ? 0 : rule.window + (rule.lookahead || spread ? 1 : 0));
+    nearest near(rule.window == 0 ? 0 : rule.window + (rule.lookahead || rule.spread ? 1 : 0));
     for (const auto& n : l.nodes()) {
         if (n.seq == own->seq && l.name(n) == own_name) {
             r.found = true;
@@ -177,7 +177,7 @@ scan_result scan_queue(const listing& l, std::string_view own_name, std::uint64_
         r.acquired = true;
         return r;
     }
-    if (spread) {
+    if (rule.spread) {
         // The nearest is watched; behind the first waiter, that is all, and the first waiter
         // watches the others too.
         r.behind = near.size() > rule.window;
@@ -444,7 +444,7 @@ acquire_fsm::action acquire_fsm::grant(grant_basis basis, bool listed_successor)
     // A semaphore's waiter behind us may be watching our node (the first waiter's successor):
     // our write tells it that it is the first waiter now. Only a listing that showed nobody after
     // us spares it: anyone who queued later saw us among the holders in its own listing.
-    a.touch = rule_of(policy_).spread && rule_of(policy_).window > 1 && (!by_listing_ || listed_successor);
+    a.touch = rule_of(policy_).spread && (!by_listing_ || listed_successor);
     return a;
 }
 

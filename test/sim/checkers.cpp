@@ -180,35 +180,35 @@ void world::check_idle_permits()
         idle_permit_since_.clear();
         return;
     }
-    auto names = model_.children_of(path_of(lock_type::permit));
+    const auto dir = path_of(lock_type::permit);
+    auto names = model_.children_of(dir);
     const auto seq = [](const std::string& x) { return std::string_view(x).substr(x.size() > 10 ? x.size() - 10 : 0); };
     std::sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) { return seq(x) < seq(y); });
     const auto now = clock_.now();
     std::map<std::string, time_point> still;
     bool behind_unhealthy = false;  // a node before this one is an unhealthy client's
     for (std::size_t i = 0; i < names.size() && i < permits; ++i) {
-        const auto node = path_of(lock_type::permit) + "/" + names[i];
+        const auto node = dir + "/" + names[i];
         const auto st = model_.stat_of(node);
         if (!st || st->ephemeral_owner == 0) continue;
         client* owner = nullptr;
         for (auto& c : clients_)
             if (!c->dead && c->port->model_session() == st->ephemeral_owner) owner = c.get();
-        // A node held by a lease is not waiting; the owner must have an acquire of a permit waiting.
-        bool held = false, waiting = false;
-        for (auto& a : actors_) {
-            if (!owner || a->client != owner->index) continue;
-            if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at) waiting = true;
-            for (auto& h : a->held)
-                if (h.l.node() == node) held = true;
-        }
         if (!owner || !healthy(*owner)) {
             behind_unhealthy = true;
             continue;
         }
+        // A node held by a lease is not waiting; the owner must have an acquire of a permit waiting.
+        bool held = false, waiting = false;
+        for (auto& a : actors_) {
+            if (a->client != owner->index) continue;
+            if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at) waiting = true;
+            for (auto& h : a->held)
+                if (h.l.node() == node) held = true;
+        }
         // A client with a request on the semaphore's path in flight, or a watch event of a node
         // there on its way, is not idle: the scheduler may let time run before either arrives (two
         // of the session's 500 ms timers), and it may be what grants.
-        const auto dir = path_of(lock_type::permit);
         const auto& outbox = model_.outbox(st->ephemeral_owner);
         const bool event_on_way = std::any_of(outbox.begin(), outbox.end(), [&](const message& m) {
             return m.is_event && m.e.path.starts_with(dir + "/");

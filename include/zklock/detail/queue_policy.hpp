@@ -47,12 +47,12 @@ struct grant_rule {
     bool head_handoff = false;
     bool marks = false;
     bool lookahead = false;
-    bool spread = false;
+    bool spread = false;  ///< set only with a window wider than one
 };
 
 /// The rule of a policy: mutex and writer, every node counts, window one (the node just
 /// before); reader, only exclusive nodes count (the nearest writer); permit, only permit nodes
-/// count, window the permit count, spread.
+/// count, window the permit count, spread if more than one.
 grant_rule rule_of(const queue_policy& policy) noexcept;
 /// The rule of a node of `kind` (a permit node: with `permits` permits).
 grant_rule rule_of(node_kind kind, std::uint32_t permits = 1) noexcept;
