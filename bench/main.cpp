@@ -52,6 +52,12 @@ namespace zklock_bench {
 
 namespace {
 
+// The server's JVM: a 512 MB heap, and 4 GB of direct memory (a cap, reserved as used). A Netty
+// server (--netty, --tls) holds every reply its clients have not read yet in direct memory, by
+// default as much as the heap: the floors of W10000 queue about 2 GB of listings at once
+// (README.md, "Netty and the floors' flood").
+constexpr const char* bench_direct_memory = "4g";
+constexpr const char* bench_jvm = "-Xmx512m -XX:MaxDirectMemorySize=4g";
 
 /// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
 /// client, the benchmark) and, with our own server(s), the servers' JVMs.
@@ -340,12 +346,13 @@ int main(int argc, char** argv)
         std::vector<std::string> extra_config = {"initLimit=10", "syncLimit=5"};
         if (c.opt.force_sync) extra_config.push_back("forceSync=yes");
         if (c.opt.ensemble > 0) {
-            std::fprintf(stderr, "zklock_bench: starting a %d-server ZooKeeper ensemble (forceSync=%s, -Xmx512m, default JIT)\n",
-                         c.opt.ensemble, force_sync);
+            std::fprintf(stderr, "zklock_bench: starting a %d-server ZooKeeper ensemble (forceSync=%s, %s, default JIT)\n",
+                         c.opt.ensemble, force_sync, bench_jvm);
             const std::int64_t t0 = now_ns();
             ensemble.emplace(c.opt.ensemble, zklock::test::server_options{
                                                  .tick_time = std::chrono::milliseconds(2000),
                                                  .jvm_heap = "512m",
+                                                 .direct_memory = bench_direct_memory,
                                                  .fast_start_jvm = false,
                                                  .extra_config = extra_config,
                                              });
@@ -371,15 +378,16 @@ int main(int argc, char** argv)
                          ensemble->connect_string(leader).c_str(), order_text.c_str());
             c.server_config = {{"tickTime", 2000},           {"initLimit", 10},         {"syncLimit", 5},
                                {"forceSync", force_sync},    {"maxClientCnxns", 0},     {"admin.enableServer", false},
-                               {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
+                               {"4lw.commands.whitelist", "*"}, {"jvm", bench_jvm},      {"started_by", "zklock_bench"},
                                {"address", c.servers},       {"ensemble", n},           {"members", members},
                                {"leader", leader},           {"session_order", order}};
         } else if (c.opt.servers.empty()) {
-            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=%s, -Xmx512m, default JIT%s)\n", force_sync,
-                         c.opt.netty ? ", Netty" : "");
+            std::fprintf(stderr, "zklock_bench: starting ZooKeeper (forceSync=%s, %s, default JIT%s)\n", force_sync,
+                         bench_jvm, c.opt.netty ? ", Netty" : "");
             server.emplace(zklock::test::server_options{
                 .tick_time = std::chrono::milliseconds(2000),
                 .jvm_heap = "512m",
+                .direct_memory = bench_direct_memory,
                 .fast_start_jvm = false,
                 .extra_config = extra_config,
                 .tls = c.opt.tls ? zklock::test::shared_tls_certs().server_tls() : zklock::test::tls_server_options{},
@@ -390,7 +398,7 @@ int main(int argc, char** argv)
             fl_port = std::to_string(server->port());
             c.server_config = {{"tickTime", 2000},           {"initLimit", 10},         {"syncLimit", 5},
                                {"forceSync", force_sync},    {"maxClientCnxns", 0},     {"admin.enableServer", false},
-                               {"4lw.commands.whitelist", "*"}, {"jvm", "-Xmx512m"},      {"started_by", "zklock_bench"},
+                               {"4lw.commands.whitelist", "*"}, {"jvm", bench_jvm},      {"started_by", "zklock_bench"},
                                {"address", c.servers}};
             if (c.opt.netty) c.server_config["serverCnxnFactory"] = "NettyServerCnxnFactory";
             if (c.opt.tls) {

@@ -434,6 +434,7 @@ void zk_server::spawn()
 {
     std::vector<std::string> args = {find_java(), "-Xmx" + options_.jvm_heap, "-XX:-UsePerfData",
                                      "-Djava.awt.headless=true"};
+    if (!options_.direct_memory.empty()) args.push_back("-XX:MaxDirectMemorySize=" + options_.direct_memory);
     if (options_.fast_start_jvm) {
         // Faster JVM start and fewer threads: test servers are small and short-lived. Not for
         // benchmarks: C1-only code is slower once warm.

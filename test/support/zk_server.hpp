@@ -44,6 +44,9 @@ struct server_options {
     int max_session_timeout_ms = 0;
     /// JVM -Xmx.
     std::string jvm_heap = "512m";
+    /// JVM -XX:MaxDirectMemorySize; empty: the JVM's default (the heap's size). A Netty server
+    /// (TLS, `netty`) holds every reply its clients have not read yet in direct memory.
+    std::string direct_memory{};
     /// Start in the constructor (otherwise call start()).
     bool start = true;
     /// JVM flags for a fast start (serial GC, C1 only). Benchmarks turn this off: the protocol
