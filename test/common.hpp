@@ -19,6 +19,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include <unistd.h>
 
@@ -119,18 +120,58 @@ inline awaitable<std::size_t> wait_children(session& s, const std::string& path,
     co_return count;
 }
 
-/// Appends every status change of `l` to `seen`, from a coroutine spawned on `ex`, until the lease
-/// is lost or released. `l` and `seen` must outlive it.
-inline void record_statuses(const asio::any_io_executor& ex, lease& l, std::vector<lease_status>& seen)
+/// Coroutines a test runs beside its main coroutine, which joins them before it returns: they may
+/// then use its locals by reference. A coroutine that touches them after the last thing the main
+/// coroutine waits for would otherwise run on against a freed frame (run() goes on until the
+/// io_context runs out of work). The count of those still running and the first exception one
+/// threw live behind a shared pointer: a coroutine that ends after the group is gone (a join that
+/// timed out) touches no freed memory. Single-threaded: use it from the executor they run on.
+class task_group {
+public:
+    explicit task_group(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+
+    /// Spawns `f` (what asio::co_spawn takes: an awaitable, or a function returning one).
+    template <class F> void spawn(F&& f)
+    {
+        ++state_->running;
+        asio::co_spawn(ex_, std::forward<F>(f), [st = state_](std::exception_ptr e, auto&&...) {
+            --st->running;
+            if (e && !st->error) st->error = e;
+        });
+    }
+
+    /// Polls every 10 ms until every coroutine spawned has finished, or `limit` passes. Rethrows
+    /// the first exception one of them threw, so that it fails the test instead of vanishing;
+    /// otherwise returns whether they all finished.
+    awaitable<bool> join(std::chrono::milliseconds limit = 20s)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (state_->running > 0 && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
+        if (state_->error) std::rethrow_exception(std::exchange(state_->error, nullptr));
+        co_return state_->running == 0;
+    }
+
+private:
+    struct state {
+        int running = 0;
+        std::exception_ptr error;
+    };
+    asio::any_io_executor ex_;
+    std::shared_ptr<state> state_ = std::make_shared<state>();
+};
+
+/// Appends every status change of `l` to `seen`, from a coroutine of `tasks`, until the lease is
+/// lost or released. `l` and `seen` must outlive it: join `tasks` once the lease has ended.
+inline void record_statuses(task_group& tasks, lease& l, std::vector<lease_status>& seen)
 {
-    asio::co_spawn(ex, [&l, &seen]() -> awaitable<void> {
+    tasks.spawn([&l, &seen]() -> awaitable<void> {
         for (;;) {
             auto [ec, st] = co_await l.async_wait_status_change(tuple);
             if (ec) break;
             seen.push_back(st);
             if (st == lease_status::lost || st == lease_status::released) break;
         }
-    }, asio::detached);
+    });
 }
 
 /// Polls `p` every 5 ms until true or `limit` passes; returns whether it became true.

@@ -266,12 +266,13 @@ TEST_CASE("cohort: a session loss reaches every local holder and waiter, the loc
             }, asio::detached);
         bool w_granted = false;
         fence_token w_fence;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             auto l = co_await mw.async_acquire(60s);
             w_granted = true;
             w_fence = l.fence();
             co_await hold_section(c, path, "other", l, 10ms);
-        }, asio::detached);
+        });
         CHECK(co_await wait_children(ws, path, 2) == 2);  // one node for the cohort, one for ws
 
         proxy.blackhole();
@@ -297,6 +298,7 @@ TEST_CASE("cohort: a session loss reaches every local holder and waiter, the loc
         auto again = co_await mh.async_acquire(10s);
         CHECK(again.fence() > w_fence);
         co_await hold_section(c, path, "holder-again", again, 1ms);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
         CHECK(co_await wait_children(ws, path, 0) == 0);
     });
@@ -468,21 +470,23 @@ TEST_CASE("cohort: readers of one session share one node, a writer of another se
         CHECK(co_await wait_children(b, path, 2) == 2);
         bool stop = false;
         int reader_grants = 0;
+        task_group tasks{ex};
         for (int i = 0; i < 3; ++i)
-            asio::co_spawn(ex, [&]() -> awaitable<void> {
+            tasks.spawn([&]() -> awaitable<void> {
                 for (int n = 0; n < 200 && !stop; ++n) {
                     auto l = co_await ra.async_acquire_shared(30s);
                     ++reader_grants;
                     co_await sleep_for(5ms);
                     co_await l.async_release(tuple);
                 }
-            }, asio::detached);
+            });
         co_await sleep_for(50ms);
         for (auto& r : readers) co_await r.async_release(tuple);
         CHECK(co_await wait_until([&] { return w_granted; }, 20s));
         MESSAGE("the writer was granted after " << reader_grants << " reader grants");
         stop = true;
         CHECK(co_await wait_children(b, path, 0, 20s) == 0);
+        CHECK(co_await tasks.join());
     });
 }
 

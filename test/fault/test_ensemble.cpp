@@ -125,12 +125,13 @@ TEST_CASE("fault 6: the follower a session is on is restarted: the session moves
         c.granted(path, "holder", held.fencing_token(), seq_of(held.node()));
         const int n = 4;
         std::vector<int> order;
+        task_group tasks{ex};
         for (int i = 0; i < n; ++i) {
-            asio::co_spawn(ex, [&, i]() -> awaitable<void> {
+            tasks.spawn([&, i]() -> awaitable<void> {
                 auto l = co_await ms.async_acquire(60s);
                 order.push_back(i);
                 co_await critical_section(c, path, "w" + std::to_string(i), l, 5ms);
-            }, asio::detached);
+            });
             CHECK(co_await wait_children(h, path, i + 2) == i + 2);
         }
         co_await sleep_for(200ms);  // watches set
@@ -157,6 +158,7 @@ TEST_CASE("fault 6: the follower a session is on is restarted: the session moves
         CHECK(co_await wait_until([&] { return order.size() == n; }, 20s));
         CHECK(order == std::vector<int>{0, 1, 2, 3});
         CHECK(co_await wait_children(h, path, 0) == 0);
+        CHECK(co_await tasks.join());
         CHECK(c.counter(path) == n);
         CHECK_MESSAGE(c.ok(), c.report());
         co_await h.async_remove(marker);

@@ -237,15 +237,16 @@ TEST_CASE("fault 3: a holder cut off for less than half the session timeout stay
         const auto token = held.fencing_token();
         const auto node = held.node();
         bool w_granted = false;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             auto l = co_await mw.async_acquire(60s);
             w_granted = true;
             co_await critical_section(c, path, "waiter", l, 1ms);
-        }, asio::detached);
+        });
         CHECK(co_await wait_children(ws, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        record_statuses(ex, held, seen);
+        record_statuses(tasks, held, seen);
 
         auto t0 = std::chrono::steady_clock::now();
         proxy.blackhole();
@@ -273,6 +274,7 @@ TEST_CASE("fault 3: a holder cut off for less than half the session timeout stay
         co_await held.async_release();
         CHECK(co_await wait_until([&] { return w_granted; }, 10s));
         CHECK(co_await wait_children(ws, path, 0) == 0);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
     });
 }
@@ -306,7 +308,8 @@ TEST_CASE("fault 4: a holder cut off for longer than the session timeout is told
         CHECK(co_await wait_children(ws, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        record_statuses(ex, held, seen);
+        task_group tasks{ex};
+        record_statuses(tasks, held, seen);
 
         proxy.blackhole();
         auto t0 = std::chrono::steady_clock::now();
@@ -339,6 +342,7 @@ TEST_CASE("fault 4: a holder cut off for longer than the session timeout is told
         CHECK(again.fencing_token() > w_token);
         co_await critical_section(c, path, "holder-again", again, 1ms);
         CHECK(co_await wait_children(ws, path, 0) == 0);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
     });
 }
@@ -416,11 +420,12 @@ TEST_CASE("fault 4b: on a slow link the holder is still told before the server e
         auto held = co_await mh.async_acquire(5s);
         c.granted(path, "holder", held.fencing_token(), seq_of(held.node()));
         std::chrono::steady_clock::time_point granted_at{}, told_at{};
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             auto l = co_await mw.async_acquire(60s);
             granted_at = std::chrono::steady_clock::now();
             co_await critical_section(c, path, "waiter", l, 1ms);
-        }, asio::detached);
+        });
         CHECK(co_await wait_children(ws, path, 2) == 2);
         co_await sleep_for(1500ms);  // a few pings over the slow link
         proxy.blackhole();
@@ -434,6 +439,7 @@ TEST_CASE("fault 4b: on a slow link the holder is still told before the server e
         CHECK(told_at <= granted_at);
         proxy.pass();
         CHECK(co_await wait_children(ws, path, 0) == 0);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
     });
 }
@@ -574,18 +580,19 @@ TEST_CASE("fault 8c: a frozen server does not stretch a deadline: the acquire co
         const auto t0 = std::chrono::steady_clock::now();
         double w_took = -1, w2_took = -1;
         error_code w_ec, w2_ec;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             auto [ec, l] = co_await mw.async_acquire(2s, tuple);
             w_took = since(t0);
             w_ec = ec;
-        }, asio::detached);
+        });
         asio::cancellation_signal cancel_w2;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        tasks.spawn([&]() -> awaitable<void> {
             auto [ec, l] = co_await mw.async_acquire(
                 asio::bind_cancellation_slot(cancel_w2.slot(), asio::as_tuple(asio::use_awaitable)));
             w2_took = since(t0);
             w2_ec = ec;
-        }, asio::detached);
+        });
         REQUIRE(co_await wait_children(hs, path, 3) == 3);
 
         // Frozen (SIGSTOP) from 0.5 s to 4.5 s: the connections stay up, nothing is answered.
@@ -595,6 +602,7 @@ TEST_CASE("fault 8c: a frozen server does not stretch a deadline: the acquire co
         cancel_w2.emit(asio::cancellation_type::terminal);
         co_await sleep_until(t0 + 4500ms);
         REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+        CHECK(co_await tasks.join());
 
         MESSAGE("server frozen from 0.5 s to 4.5 s: W (2 s deadline) completed after " << w_took << " s: "
                 << w_ec.message() << "; W2 (cancelled at 1.5 s) after " << w2_took << " s: " << w2_ec.message());

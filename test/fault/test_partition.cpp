@@ -92,14 +92,15 @@ awaitable<timeline> holder_cut_off(zk_ensemble& ens, int h, int w, int w2, bool 
     timeline tl;
     int local_done = 0;
     error_code local_ec;
+    task_group tasks{ex};
     if (cohort)
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        tasks.spawn([&]() -> awaitable<void> {
             auto [ec, l] = co_await mh.async_acquire(60s, tuple);
             local_ec = ec;
             if (t0 != t0_unset) tl.local_failed = since(t0);
             ++local_done;
             if (!ec) co_await critical_section(c, path, "H-local", l, 1ms);
-        }, asio::detached);
+        });
     bool w_done = false, w2_done = false;
     fence_token w_fence;
     asio::co_spawn(ex, [&]() -> awaitable<void> {
@@ -139,6 +140,7 @@ awaitable<timeline> holder_cut_off(zk_ensemble& ens, int h, int w, int w2, bool 
 
     ens.heal();
     CHECK(co_await wait_until([&] { return w_done && w2_done; }, 60s));
+    CHECK(co_await tasks.join());
     CHECK(ens.wait_quorum(30s));
     CHECK_MESSAGE(c.ok(), c.report());
     CHECK(co_await wait_children(ws, path, 0, 30s) == 0);
@@ -192,7 +194,8 @@ TEST_CASE("partition: the next waiter's server is cut off: the holder keeps the 
         auto held = co_await mh.async_acquire(10s);
         c.granted(path, "H", held.fence().zxid, held.fence().local, seq_of(held.node()));
         std::vector<lease_status> seen;
-        record_statuses(ex, held, seen);
+        task_group tasks{ex};
+        record_statuses(tasks, held, seen);
         bool w_granted = false, w_done = false, w2_granted = false, w2_done = false;
         contend(ex, mw, c, path, "W", 30s, w_granted, w_done);
         REQUIRE(co_await wait_children(hs, path, 2) == 2);
@@ -214,6 +217,7 @@ TEST_CASE("partition: the next waiter's server is cut off: the holder keeps the 
         MESSAGE("W2 granted " << since(t0) << " s after W's server was cut off");
         ens.heal();
         CHECK(co_await wait_until([&] { return w_done && w2_done; }, 60s));
+        CHECK(co_await tasks.join());
         CHECK(ens.wait_quorum(30s));
         CHECK_MESSAGE(c.ok(), c.report());
     });
@@ -240,7 +244,8 @@ TEST_CASE("partition: a cut that heals well before the edge tells nobody of a lo
         c.granted(path, "H", held.fence().zxid, held.fence().local, seq_of(held.node()));
         const auto token = held.fencing_token();
         std::vector<lease_status> seen;
-        record_statuses(ex, held, seen);
+        task_group tasks{ex};
+        record_statuses(tasks, held, seen);
         bool w_granted = false, w_done = false;
         contend(ex, mw, c, path, "W", 60s, w_granted, w_done);
         REQUIRE(co_await wait_children(hs, path, 2) == 2);
@@ -264,6 +269,7 @@ TEST_CASE("partition: a cut that heals well before the edge tells nobody of a lo
         co_await held.async_release();
         CHECK(co_await wait_until([&] { return w_done; }, 10s));
         CHECK(w_granted);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
         CHECK(co_await wait_children(ws, path, 0, 30s) == 0);
     });

@@ -83,13 +83,14 @@ TEST_CASE("security: with digest auth, other identities can neither queue in nor
         mutex ma2{alice2, path};
         const int n = 6;
         std::vector<int> order;
+        task_group tasks{ex};
         for (int i = 0; i < n; ++i) {
-            asio::co_spawn(ex, [&, i]() -> awaitable<void> {
+            tasks.spawn([&, i]() -> awaitable<void> {
                 mutex& m = i % 2 ? ma : ma2;
                 auto l = co_await m.async_acquire(30s);
                 order.push_back(i);
                 co_await critical_section(c, path, "w" + std::to_string(i), l, 2ms);
-            }, asio::detached);
+            });
             CHECK(co_await wait_children(alice, path, static_cast<std::size_t>(i + 2)) == static_cast<std::size_t>(i + 2));
         }
         c.released(path, "held");
@@ -97,6 +98,7 @@ TEST_CASE("security: with digest auth, other identities can neither queue in nor
         CHECK(co_await wait_until([&] { return order.size() == n; }, 20s));
         CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5});
         CHECK(co_await wait_children(alice, path, 0) == 0);
+        CHECK(co_await tasks.join());
         CHECK_MESSAGE(c.ok(), c.report());
         // What the same identity can do, another session of it can do too: it may delete the
         // directory (and so may alice's own cleanup); nobody else could.
@@ -168,11 +170,12 @@ TEST_CASE("hostile input: junk children under the lock path are ignored")
         CHECK(detail::parse_queue_node(detail::base_name(l.node())).has_value());
         c.granted(path, "first", l.fencing_token(), seq_of(l.node()));
         bool second = false;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             auto l2 = co_await mj.async_acquire(10s);
             second = true;
             co_await critical_section(c, path, "second", l2, 1ms);
-        }, asio::detached);
+        });
         CHECK(co_await wait_children(s, path, junk_count + 2) == junk_count + 2);
         co_await sleep_for(100ms);
         CHECK_FALSE(second);
@@ -180,6 +183,7 @@ TEST_CASE("hostile input: junk children under the lock path are ignored")
         co_await l.async_release();
         CHECK(co_await wait_until([&] { return second; }, 5s));
         CHECK(co_await wait_children(s, path, junk_count) == junk_count);  // the junk is left alone
+        CHECK(co_await tasks.join());
         auto t = co_await m.async_try_acquire();
         CHECK(t.owns_lock());
         co_await critical_section(c, path, "try", t, 0ms);

@@ -386,11 +386,12 @@ TEST_CASE("cooperative revocation: a holder is asked to give the lock up")
         mutex m0{ss[0], path}, m1{ss[1], path};
         auto held = co_await m0.async_acquire(5s);
         bool asked = false;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
+        task_group tasks{ex};
+        tasks.spawn([&]() -> awaitable<void> {
             co_await held.async_wait_revocation();
             asked = true;
             co_await held.async_release();  // this holder cooperates
-        }, asio::detached);
+        });
         co_await sleep_for(100ms);
         CHECK_FALSE(asked);
         CHECK_FALSE(held.revocation_requested());
@@ -401,6 +402,7 @@ TEST_CASE("cooperative revocation: a holder is asked to give the lock up")
         auto mine = co_await m1.async_acquire(10s);
         CHECK(asked);
         CHECK(mine.owns_lock());
+        CHECK(co_await tasks.join());
     });
 }
 

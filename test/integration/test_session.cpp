@@ -237,7 +237,8 @@ TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets
         CHECK(co_await wait_children(waiter, path, 2) == 2);
 
         std::vector<lease_status> seen;
-        record_statuses(exec, held, seen);
+        task_group tasks{exec};
+        record_statuses(tasks, held, seen);
 
         proxy.blackhole();
         auto t0 = std::chrono::steady_clock::now();
@@ -262,6 +263,7 @@ TEST_CASE("the holder's session expires: its lease is lost, the next waiter gets
         auto again = co_await mh.async_acquire(5s);
         CHECK(again.owns_lock());
         CHECK(again.fencing_token() > next.fencing_token());
+        CHECK(co_await tasks.join());
     });
 }
 
