@@ -343,6 +343,9 @@ asio::awaitable<scenario_result> floor_pingpong(bench_ctx& c);
 /// W<N>'s write chain: n deletions, each made when the previous one's event arrives (drain_s,
 /// handoff_p50_us), on raw sessions set up before the clock starts.
 asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string& name, int sessions, int n);
+/// The server's write bound (writes_per_s): 64 pipelined writers on 8 raw sessions, each creating
+/// and deleting a node over and over for C64's time.
+asio::awaitable<scenario_result> raw_write_bound(bench_ctx& c);
 
 // ---- bench/scenarios.cpp: the scenarios: U, C64, W<N>, RW64, S64, and the server warm-up
 
@@ -409,6 +412,9 @@ json::object lock_object(const bench_ctx& c, const scenario_result& r, const sce
 /// W<N>'s "write_chain" object: the chain's figures, its drain against the raw floor's, the lock's against it.
 json::object write_chain_object(const scenario_result& lock, const scenario_result& raw_floor,
                                 const scenario_result& chain);
+/// C64's and W<N>'s "server_write_bound" object: the bound's writes_per_s, the lock's two writes
+/// per acquisition a second, and that as a fraction of the bound.
+json::object write_bound_object(const scenario_result& lock, const scenario_result& bound);
 json::object floor_object(const bench_ctx& c);
 std::string fmt(const json::value& v);
 void write_json(std::string& out, const json::value& v);

@@ -308,4 +308,66 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
     co_return r;
 }
 
+
+/// The server's write bound: what a pipelined writer gets from the server, the most any lock
+/// scenario of C64's shape could: 8 raw sessions, 64 writers (8 in flight on each session), each
+/// creating an ephemeral sequential node and deleting it, over and over for C64's time. Every
+/// acquisition is at least two writes (its node's create and delete), so 2 x acquisitions/s over
+/// writes_per_s says how near to what the server can do a lock scenario runs.
+asio::awaitable<scenario_result> raw_write_bound(bench_ctx& c)
+{
+    scenario_result r;
+    r.scenario = "write bound";
+    r.floor = r.raw = true;
+    r.sessions = 8;
+    r.contenders = 64;
+    auto ex = co_await asio::this_coro::executor;
+    session_list ss = co_await connect_sessions(c, 1);
+    const std::string dir = c.root + "/write-bound-r" + std::to_string(c.run);
+    co_await ensure_path(*ss[0], dir);
+    // Shared with the writers, which may outlive this coroutine if it gives up (timeout).
+    struct bound_state {
+        explicit bound_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
+        raw_session_list raws;
+        std::int64_t stop_ns = 0;
+        std::int64_t writes = 0;
+        asio::steady_timer wake;
+        int running = 0;
+        error_code first_ec;
+    };
+    auto st = std::make_shared<bound_state>(ex);
+    st->raws = co_await connect_raw_sessions(c, r.sessions);
+    const double run_s = 2 * c.opt.duration;
+    const std::int64_t t0 = now_ns();
+    st->stop_ns = t0 + seconds_ns(run_s);
+    for (int w = 0; w < r.contenders; ++w, ++st->running)
+        asio::co_spawn(
+            ex,
+            [st, w, path = dir + "/w-", data = c.node_data]() -> asio::awaitable<error_code> {
+                raw_session& s = *st->raws[static_cast<std::size_t>(w) % st->raws.size()];
+                while (now_ns() < st->stop_ns) {
+                    auto [ec, node] = co_await s.async_create(path, data, asio::as_tuple(asio::deferred));
+                    if (ec) co_return ec;
+                    ++st->writes;
+                    auto [rec] = co_await s.async_remove(std::move(node), asio::as_tuple(asio::deferred));
+                    if (rec) co_return rec;
+                    ++st->writes;
+                }
+                co_return error_code{};
+            },
+            [st](std::exception_ptr, error_code ec) {
+                if (ec && !st->first_ec) st->first_ec = ec;
+                if (--st->running == 0) st->wake.cancel();
+            });
+    st->wake.expires_after(std::chrono::nanoseconds(seconds_ns(run_s + 60)));
+    if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+    const std::int64_t t1 = now_ns();
+    if (st->running > 0) st->first_ec = asio::error::timed_out;
+    if (st->first_ec) throw boost::system::system_error(st->first_ec, "write bound");
+    for (auto& s : st->raws) s->close();
+    co_await remove_dir(*ss[0], dir);
+    r.figs.add("writes_per_s", static_cast<double>(st->writes) / (static_cast<double>(t1 - t0) / 1e9));
+    co_return r;
+}
+
 }  // namespace zklock_bench

@@ -252,8 +252,20 @@ asio::awaitable<void> run_once(bench_ctx& c)
             std::fprintf(stderr, "zklock_bench: run %d: write chain for %s\n", c.run, name.c_str());
             chain = co_await raw_write_chain(c, name, lock.sessions, lock.contenders);
         }
+        // The server's write bound, once a run, after the first scenario that is compared with it.
+        const bool bounded = name == "C64" || name[0] == 'W';
+        auto bound = std::find_if(c.floors.begin(), c.floors.end(), [](const auto& f) { return f.first == "write bound"; });
+        if (bounded && bound == c.floors.end()) {
+            std::fprintf(stderr, "zklock_bench: run %d: the server's write bound\n", c.run);
+            const cpu_meter bound_cpu{c};
+            scenario_result b = co_await raw_write_bound(c);
+            bound_cpu.report("write bound");
+            c.floors.emplace_back("write bound", std::move(b));
+            bound = std::prev(c.floors.end());
+        }
         json::object o = lock_object(c, lock, &floor, &raw_floor);
         if (name[0] == 'W') o["write_chain"] = write_chain_object(lock, raw_floor, chain);
+        if (bounded) o["server_write_bound"] = write_bound_object(lock, bound->second);
         emit(c, o);
         print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);
         write_plots(c, lock, &floor);

@@ -126,6 +126,8 @@ double watchdog_s(const options& o)
             else if (s[0] == 'W') per_run += w_bound_s + 60;
         }
     }
+    if (std::any_of(o.scenarios.begin(), o.scenarios.end(), [](const std::string& s) { return s == "C64" || s[0] == 'W'; }))
+        per_run += 2 * o.duration + 60 + 30;  // the server's write bound (its own bound, and its set-up)
     if (o.tls) per_run += 60;  // tls memory
     return (o.tls ? 2 : 1) * o.warmup + 90 + o.repeat * per_run;
 }

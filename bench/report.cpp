@@ -24,7 +24,7 @@ json::value figure_value(const std::string& name, double v)
     if (is_integer_figure(name)) return static_cast<std::int64_t>(std::llround(v));
     if (name == "jain_index") return round_to(v, 6);
     if (name == "requests_per_acquisition") return round_to(v, 2);
-    if (name.ends_with("_vs_plain")) return round_to(v, 3);
+    if (name.find("_vs_") != std::string::npos || name.ends_with("_of_bound")) return round_to(v, 3);  // ratios
     if (name.ends_with("_ms") || name.ends_with("drain_s") || name.ends_with("_all_s") || name == "first_round_s")
         return round_to(v, 3);
     return round_to(v, 1);
@@ -83,6 +83,19 @@ json::object write_chain_object(const scenario_result& lock, const scenario_resu
     o["drain_s_vs_raw_floor"] = ratio_value(*chain.figs.get("drain_s"), raw_floor.figs.get("drain_s"));
     o["zklock_drain_s_vs_chain"] = ratio_value(*lock.figs.get("drain_s"), chain.figs.get("drain_s"));
     o["zklock_handoff_p50_us_vs_chain"] = ratio_value(*lock.figs.get("handoff_p50_us"), chain.figs.get("handoff_p50_us"));
+    return o;
+}
+
+
+json::object write_bound_object(const scenario_result& lock, const scenario_result& bound)
+{
+    json::object o;
+    const double bound_w = *bound.figs.get("writes_per_s");
+    o["writes_per_s"] = figure_value("writes_per_s", bound_w);
+    if (auto a = lock.figs.get("acquisitions_per_s")) {
+        o["lock_writes_per_s"] = figure_value("lock_writes_per_s", 2 * *a);
+        o["lock_fraction_of_bound"] = ratio_value(2 * *a, bound_w);
+    }
     return o;
 }
 
@@ -197,6 +210,13 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
                     fmt(w.at("drain_s")).c_str(), fmt(w.at("drain_s_vs_raw_floor")).c_str(),
                     fmt(w.at("zklock_drain_s_vs_chain")).c_str(), fmt(w.at("handoff_p50_us")).c_str(),
                     fmt(w.at("zklock_handoff_p50_us_vs_chain")).c_str());
+    }
+    if (auto* wb = o.if_contains("server_write_bound"); wb && wb->is_object()) {
+        const auto& w = wb->as_object();
+        std::printf("  server write bound (64 pipelined writers on 8 raw sessions): %s writes/s; this scenario's two writes "
+                    "per acquisition: %s writes/s, %s of it\n",
+                    fmt(w.at("writes_per_s")).c_str(), fmt(w.at("lock_writes_per_s")).c_str(),
+                    fmt(w.at("lock_fraction_of_bound")).c_str());
     }
     if (pingpong) {
         for (const char* n : {"handoff_p50_us", "handoff_p99_us"}) {
