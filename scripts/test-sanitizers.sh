@@ -104,7 +104,9 @@ fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 step "TSan: building the threaded tests in $tsan"
-if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF &&
+# Line tables only (-g1), as in the regular build: the reports keep their files and lines.
+if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" &&
     cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
     step "TSan: running them"
     run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --repeat until-fail:3 --timeout 900" ||
