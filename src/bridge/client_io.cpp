@@ -80,9 +80,11 @@ client_channel* channel_of(int fd) noexcept
 namespace {
 // One read takes up to read_chunk (some 300 replies of an uncontended acquire) into the thread's
 // scratch buffer, and the channel keeps a copy of what it read until the C client has taken it: a
-// session holds only what arrived, and a buffer grown past keep_input is let go once empty (an
-// idle session keeps a few bytes, not a read's worth). A turn's requests go out once they reach
-// flush_at, and an output buffer grown past keep_output is let go once empty.
+// session holds only what arrived. The buffer is reused while the socket has more; grown past
+// keep_input, it is let go once a read finds the socket empty (an idle session keeps a few bytes,
+// not a read's worth). A reply longer than what the buffer holds of it (a long listing) is read
+// on from the socket straight into the C client's own buffer. A turn's requests go out once they
+// reach flush_at, and an output buffer grown past keep_output is let go once empty.
 constexpr std::size_t read_chunk = 32 * 1024;
 constexpr std::size_t keep_input = 4 * 1024;
 constexpr std::size_t flush_at = 256 * 1024;
@@ -280,10 +282,30 @@ bool client_channel::input_ready()
             return true;
         }
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            let_go_if_grown(in_, keep_input);
+            return false;
+        }
         error_ = errno;
         return true;
     }
+}
+
+std::size_t client_channel::read_on(char* buf, std::size_t len)
+{
+    std::size_t got = 0;
+    while (got < len) {
+        const ssize_t n = ::recv(fd_, buf + got, len - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n == 0) eof_ = true;  // the next read returns 0
+        else if (errno == EINTR) continue;
+        else if (errno != EAGAIN && errno != EWOULDBLOCK) error_ = errno;  // the next read reports it
+        break;
+    }
+    return got;
 }
 
 ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
@@ -294,13 +316,14 @@ ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
         return -1;
     }
     if (in_pos_ < in_.size()) {
-        const std::size_t n = std::min(len, in_.size() - in_pos_);
+        std::size_t n = std::min(len, in_.size() - in_pos_);
         std::memcpy(buf, in_.data() + in_pos_, n);
         in_pos_ += n;
         if (in_pos_ == in_.size()) {
             in_.clear();
             in_pos_ = 0;
-            let_go_if_grown(in_, keep_input);
+            // Without TLS, the rest of what the client wants comes from the socket directly.
+            if (n < len && !tls_) n += read_on(static_cast<char*>(buf) + n, len - n);
         }
         return static_cast<ssize_t>(n);
     }

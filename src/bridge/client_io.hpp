@@ -10,7 +10,8 @@
 //
 // A channel holds the requests of one executor turn and sends them in one call, and once
 // connected reads what the socket holds in one call and hands the C client its replies from that
-// buffer: the C client writes each request with two sends and reads each reply with two reads.
+// buffer (the rest of a reply longer than the buffer holds is read into the client's own): the C
+// client writes each request with two sends and reads each reply with two reads.
 // With TLS (session_config::tls) the channel encrypts the socket itself (tls_engine): the C client
 // reads and writes plaintext, the server sees TLS from the first byte.
 #pragma once
@@ -101,6 +102,9 @@ public:
 
 private:
     void reset_buffers();
+    /// Reads up to `len` more bytes from the socket into `buf`, until it has no more; an end or
+    /// an error is kept for the next read.
+    std::size_t read_on(char* buf, std::size_t len);
     void start_tls();
     /// Encrypts the plaintext the C client sent (once the handshake is done) into out_.
     void encrypt_held();

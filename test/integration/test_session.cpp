@@ -330,6 +330,51 @@ TEST_CASE("a burst of replies longer than one drain: the replies already read ar
     });
 }
 
+TEST_CASE("long replies back to back, read across the channel's buffer: each arrives whole, byte for byte")
+{
+    // The channel reads up to 32 KB at a time into its buffer and hands the rest of a longer reply
+    // to the C client straight from the socket (client_io.cpp, read_on). Replies of 100 to 300 KB,
+    // each with its own content, small ones between them, all in the socket at once: every one is
+    // whole and in order, wherever the buffer's reads end.
+    run([]() -> awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        session s{exec, config_for(shared_server().connect_string(), 30000ms)};
+        co_await connect(s);
+        const auto dir = co_await make_test_dir(s, "long-replies");
+        constexpr int n = 6;
+        std::vector<std::string> contents;
+        for (int i = 0; i < n; ++i) {
+            std::string c(static_cast<std::size_t>(100 * 1024 + i * 40 * 1024 + 7 * i), '\0');
+            for (std::size_t k = 0; k < c.size(); ++k) c[k] = static_cast<char>('a' + (k * 31 + static_cast<std::size_t>(i)) % 26);
+            co_await s.async_create(dir + "/n" + std::to_string(i), c, create_mode::persistent, tuple);
+            contents.push_back(std::move(c));
+        }
+        std::vector<std::string> got(n);
+        int answered = 0, failed = 0, small = 0;
+        for (int round = 0; round < 2; ++round)
+            for (int i = 0; i < n; ++i) {
+                s.async_get_data(dir + "/n" + std::to_string(i), [&, i](error_code ec, std::string d, zklock::stat) {
+                    ++answered;
+                    if (ec || d != contents[static_cast<std::size_t>(i)]) ++failed;
+                    got[static_cast<std::size_t>(i)] = std::move(d);
+                });
+                s.async_exists(dir, [&](error_code ec, std::optional<zklock::stat> st) {
+                    if (!ec && st) ++small;
+                });
+            }
+        co_await asio::post(exec, asio::deferred);  // the turn's requests go out
+        std::this_thread::sleep_for(300ms);         // and the replies arrive before we read one
+        for (int i = 0; i < 1000 && (answered < 2 * n || small < 2 * n); ++i) co_await sleep_for(10ms);
+        CHECK(answered == 2 * n);
+        CHECK(small == 2 * n);
+        CHECK(failed == 0);
+        for (int i = 0; i < n; ++i) CHECK(got[static_cast<std::size_t>(i)].size() == contents[static_cast<std::size_t>(i)].size());
+        CHECK((co_await s.async_get_children(dir)).size() == static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) co_await s.async_remove(dir + "/n" + std::to_string(i));
+        co_await s.async_remove(dir);
+    });
+}
+
 TEST_CASE("a pending watch wait completes although every copy of its watch was destroyed")
 {
     run([]() -> awaitable<void> {
