@@ -387,6 +387,15 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
 /// timed rounds each, in turns (ABBA...). Returns {the lock's, the raw floor's}.
 asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ctx& c, const std::string& name);
 
+// ---- bench/listing.cpp: L<N>, a directory of N children listed over and over, and its raw floor
+
+bool is_listing(const std::string& name);
+/// L<N>: N children made once (ephemeral sequential, named as a mutex's nodes; untimed), then
+/// listed by 4 sessions, one listing outstanding each, through zklock's session and through
+/// libzookeeper_st, for 2 × duration each in `windows` turns (ABBA...). Returns {zklock's, the
+/// raw floor's}.
+asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_l(bench_ctx& c, const std::string& name);
+
 // ---- bench/tls.cpp: --tls: the TLS twins of U, C64, W<N>, and TLS's memory per session
 
 /// Reports the TLS twin of a plaintext scenario (`twin`: the same lock scenario measured over TLS

@@ -166,7 +166,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             c.lines[name].push_back(std::move(o));
             continue;
         }
-        if (is_many(name)) {
+        if (is_many(name) || is_listing(name)) {
             scenario_result lock, raw_floor;
             // The lock and its raw floor (on libzookeeper_st: the same requests, as pipelined)
             // set up side by side, measured in turns.
@@ -174,7 +174,8 @@ asio::awaitable<void> run_once(bench_ctx& c)
             {
                 const cpu_meter cpu{c};
                 if (name[0] == 'M') std::tie(lock, raw_floor) = co_await scenario_m(c, name);
-                else std::tie(lock, raw_floor) = co_await scenario_h(c, name);
+                else if (name[0] == 'H') std::tie(lock, raw_floor) = co_await scenario_h(c, name);
+                else std::tie(lock, raw_floor) = co_await scenario_l(c, name);
                 cpu.report(name + " + raw floor");
             }
             json::object o = lock_object(c, lock, nullptr, &raw_floor);

@@ -16,6 +16,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "U | C64 | C64L | W1000 | W10000 | W<N> | RW64 | S64 | floor | all (U,C64,C64L,W1000,W10000,floor) | "
          "family (RW64,S64,floor), HOLD (one idle lease held: the liveness probe's requests), "
          "M<N>[x<S>] (N contenders over S sessions, each on its own lock), H<N> (N distinct locks held at once), "
+         "L<N> (a directory of N children listed over and over: the session layer's cost on long replies), "
          "or a comma-separated list")
         ("servers", po::value(&o.servers), "use this existing ZooKeeper (H:P) instead of starting one")
         ("duration", po::value(&o.duration)->default_value(5.0),
@@ -89,7 +90,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         else if (s.size() > 1 && s[0] == 'W' && s.find_first_not_of("0123456789", 1) == std::string::npos &&
                  std::atoi(s.c_str() + 1) > 0)
             wanted.push_back("W" + std::to_string(std::atoi(s.c_str() + 1)));
-        else if (is_many(s)) wanted.push_back(s);
+        else if (is_many(s) || is_listing(s)) wanted.push_back(s);
         else if (s == "W") wanted.push_back("W" + std::to_string(o.waiters > 0 ? o.waiters : 1000));
         else return fail("unknown scenario '" + s + "'");
     }
@@ -120,6 +121,7 @@ double watchdog_s(const options& o)
         else if (s == "HOLD") per_run += o.duration + 30;
         else if (s[0] == 'W') per_run += 2 * (w_bound_s + 60);
         else if (is_many(s)) per_run += 2 * (2 * o.duration + 2 * 120 + parse_many(s).locks / 50.0 + 60);
+        else if (is_listing(s)) per_run += 2 * (2 * o.duration + 1 + 120) + std::atoi(s.c_str() + 1) / 500.0 + 120;
         if (o.tls) {  // the TLS twin
             if (s == "U") per_run += 1.2 * o.duration + 30;
             else if (s == "C64") per_run += 2 * o.duration + 90 + hold_s;
