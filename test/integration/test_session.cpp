@@ -302,6 +302,17 @@ TEST_CASE("a burst larger than the socket's send buffer: every request is answer
     });
 }
 
+namespace {
+/// The requests of this turn go out, the executor is held while every reply arrives (the session
+/// finds them all in its socket at once), then waits up to 10 s for `done`.
+awaitable<void> replies_pile_up(std::function<bool()> done)
+{
+    co_await asio::post(co_await asio::this_coro::executor, asio::deferred);
+    std::this_thread::sleep_for(300ms);
+    for (int i = 0; i < 1000 && !done(); ++i) co_await sleep_for(10ms);
+}
+}  // namespace
+
 TEST_CASE("a burst of replies longer than one drain: the replies already read are handled without more data")
 {
     // The session hands the C client at most 256 replies per readiness of its socket
@@ -321,9 +332,7 @@ TEST_CASE("a burst of replies longer than one drain: the replies already read ar
                 ++answered;
                 if (ec || !st) ++failed;
             });
-        co_await asio::post(exec, asio::deferred);  // the turn's requests go out
-        std::this_thread::sleep_for(300ms);         // and every reply arrives before we read one
-        for (int i = 0; i < 500 && answered < n; ++i) co_await sleep_for(10ms);
+        co_await replies_pile_up([&] { return answered == n; });
         CHECK(answered == n);
         CHECK(failed == 0);
         co_await s.async_remove(dir);
@@ -362,9 +371,7 @@ TEST_CASE("long replies back to back, read across the channel's buffer: each arr
                     if (!ec && st) ++small;
                 });
             }
-        co_await asio::post(exec, asio::deferred);  // the turn's requests go out
-        std::this_thread::sleep_for(300ms);         // and the replies arrive before we read one
-        for (int i = 0; i < 1000 && (answered < 2 * n || small < 2 * n); ++i) co_await sleep_for(10ms);
+        co_await replies_pile_up([&] { return answered == 2 * n && small == 2 * n; });
         CHECK(answered == 2 * n);
         CHECK(small == 2 * n);
         CHECK(failed == 0);
