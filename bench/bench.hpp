@@ -18,6 +18,8 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -40,10 +42,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace zklock_bench {
@@ -71,6 +75,14 @@ std::pair<double, double> cpu_seconds(const std::string& pid = "self");
 using endpoint_list = std::vector<std::pair<std::string, std::string>>;  // (host, port)
 
 
+/// One layout of --threads: `threads` threads running one io_context, each session on a strand of
+/// it; or (per_thread) one io_context per thread, session i on context i mod threads.
+struct thread_layout {
+    int threads = 1;
+    bool per_thread = false;
+};
+
+
 struct options {
     std::vector<std::string> scenarios;  // expanded: U, C64, W<N>, RW64, S64, floor
     std::string servers;                 // empty: start our own server
@@ -88,6 +100,7 @@ struct options {
     int ensemble = 0;                    // 3 or 5: our own N-server ensemble instead of one standalone server
     bool force_sync = false;             // our server(s) with forceSync=yes
     int windows = 4;                     // M, H: measured turns of the lock and of its raw floor each
+    std::vector<thread_layout> thread_layouts;  // --threads/--contexts (bench/threads.cpp); empty: the one thread
 };
 
 
@@ -127,7 +140,11 @@ struct scenario_result {
     // the first contender's start to the last one's end), and the acquisitions in it.
     double window_cpu_s = std::nan("");
     std::size_t window_acquisitions = 0;
+    std::string layout;  // --threads: where its sessions ran (layout_label); empty: on the bench's one thread
 };
+
+
+class worker_pool;
 
 
 struct bench_ctx {
@@ -143,6 +160,7 @@ struct bench_ctx {
     std::string tls_servers;       // --tls: our server's TLS port ("127.0.0.1:P")
     zklock::tls_options tls;       // --tls: the test CA, alice's certificate
     bool over_tls = false;         // sessions made now connect to tls_servers with `tls`
+    worker_pool* pool = nullptr;   // --threads: sessions made now run on this pool's threads
     // --ensemble: the members' addresses in round-robin order, a follower first; session i of a
     // connect_sessions / connect_raw_sessions call connects to element i % size() alone. Empty:
     // every session gets `servers`.
@@ -156,6 +174,32 @@ struct bench_ctx {
 // (bench/measure.cpp) The CPU seconds (user, system) of our own servers' JVMs, summed (0 without
 // our own server).
 std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
+
+
+/// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
+/// client, the benchmark) and, with our own server(s), the servers' JVMs.
+struct cpu_meter {
+    const bench_ctx& c;
+    std::pair<double, double> client0 = cpu_seconds(), server0 = server_cpu_seconds(c);
+    std::int64_t t0 = now_ns();
+    /// This process's CPU seconds (user + system) since the meter started.
+    double client_s() const;
+    void report(const std::string& what) const;  // (bench/measure.cpp)
+};
+
+
+/// Runs `f` (a function returning an awaitable) on `ex` and resumes the caller, on its own
+/// executor, with the result (an exception is rethrown). The harness touches a session only this
+/// way, on the session's executor: with --threads a strand of the worker pool or one of its
+/// io_contexts (docs/guide.md, "Threading model"); without, the bench's one thread. `f` is kept
+/// in the spawned coroutine's frame until it completes, so a coroutine lambda may capture. Name
+/// the lambda before the co_await: GCC 12 destroys a closure (like any braced temporary) made
+/// inside a co_await expression twice.
+template <class F>
+auto run_on(asio::any_io_executor ex, F f)
+{
+    return asio::co_spawn(std::move(ex), std::move(f), asio::deferred);
+}
 
 
 using session_list = std::vector<std::shared_ptr<zklock::session>>;
@@ -176,10 +220,15 @@ struct run_state {
     int expected = 0, done = 0;
     std::int64_t failures = 0;
     std::string first_error;
-    asio::steady_timer wake;
+    asio::steady_timer wake;  // the scenario's executor's: `done` and `wake` are only touched there
+    // With --threads, contenders of different sessions record at once from the workers: fail,
+    // request and record take this lock (uncontended on one thread: two lock/unlock pairs per
+    // acquisition). The scenario reads the rest once every contender is done.
+    mutable std::mutex m;
 
     void fail(const std::string& what)
     {
+        const std::lock_guard lock(m);
         if (failures++ == 0) first_error = what;
     }
     /// The same for a contender: out of line, so that the message's temporaries are not in every
@@ -187,12 +236,20 @@ struct run_state {
     void fail(const char* what, const error_code& ec);
     void request(std::int64_t t)
     {
+        const std::lock_guard lock(m);
         if (first_request < 0 || t < first_request) first_request = t;
     }
     void record(const acquisition& a)
     {
+        const std::lock_guard lock(m);
         acqs.push_back(a);
         ++counts[static_cast<std::size_t>(a.contender)];
+    }
+    /// Acquisitions recorded so far (for the progress line, while contenders run).
+    std::size_t recorded() const
+    {
+        const std::lock_guard lock(m);
+        return acqs.size();
     }
 };
 
@@ -307,7 +364,11 @@ double watchdog_s(const options& o);
 /// `tls_servers` over TLS), or with --ensemble one member, round-robin from a follower.
 std::string servers_for_session(const bench_ctx& c, int i);
 zklock::session_config session_cfg(const bench_ctx& c, int i = 0);
+/// `n` fresh connected sessions: on the caller's executor, or with c.pool on the pool's
+/// (session_executor(i)), each then destroyed on its own executor wherever its last reference goes.
 asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n);
+/// Every session's metrics, each read on its session's executor.
+asio::awaitable<std::vector<zklock::metrics_snapshot>> metrics_of(const session_list& ss);
 asio::awaitable<void> ensure_path(zklock::session& s, const std::string& path);
 asio::awaitable<void> remove_dir(zklock::session& s, const std::string& path);
 asio::awaitable<bool> wait_all(run_state& st);
@@ -406,6 +467,35 @@ asio::awaitable<void> run_tls_memory(bench_ctx& c);
 /// The target of a twin's line ("target", "target_met"), from its (median) figures.
 void set_tls_target(json::object& o);
 bool is_tls_twin(const std::string& scenario);
+
+// ---- bench/threads.cpp: --threads: C64 and M<N>[x<S>] with their sessions on worker threads
+
+/// The io_context(s) and threads of one thread_layout, running until destroyed; the bench's own
+/// thread keeps the scenario's coroutine (its timers, the sampler) and the raw floor. Destroy it
+/// after every session made on it is gone: the destructor lets the contexts run out of work (the
+/// sessions' deferred destruction and closes) and joins the threads.
+class worker_pool {
+public:
+    explicit worker_pool(thread_layout layout);
+    ~worker_pool();
+    worker_pool(const worker_pool&) = delete;
+    worker_pool& operator=(const worker_pool&) = delete;
+    /// Session i's executor: a new strand of the one io_context, or (per_thread) context i mod threads.
+    asio::any_io_executor session_executor(int i);
+
+private:
+    thread_layout layout_;
+    std::vector<std::unique_ptr<asio::io_context>> contexts_;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+    std::vector<std::thread> threads_;
+};
+/// "4 threads on one io_context" / "4 io_contexts, one thread each".
+std::string layout_label(const thread_layout& l);
+/// The key of a layout's lines (medians) of `scenario`: "C64 threads, 4 threads on one io_context".
+std::string threads_key(const std::string& scenario, const thread_layout& l);
+/// C64 or M<N>[x<S>] once per --threads layout, then their report (one line per layout, and the
+/// scaling table); C64's raw floor once after them, on the bench's own thread (M's in turns, as always).
+asio::awaitable<void> run_threads(bench_ctx& c, const std::string& name);
 
 // ---- bench/report.cpp: the report: figures as JSON lines, ratios to the floor, tables, medians, plots
 

@@ -63,8 +63,36 @@ asio::awaitable<session_list> connect_sessions(const bench_ctx& c, int n)
     auto ex = co_await asio::this_coro::executor;
     session_list v;
     for (int i = 0; i < n; ++i) {
-        v.push_back(std::make_shared<zklock::session>(ex, session_cfg(c, i)));
-        co_await v.back()->async_connect();
+        if (!c.pool) {
+            v.push_back(std::make_shared<zklock::session>(ex, session_cfg(c, i)));
+        } else {
+            // Its destructor too runs on its executor, wherever the last reference goes.
+            v.emplace_back(new zklock::session(c.pool->session_executor(i), session_cfg(c, i)), [](zklock::session* s) {
+                auto sx = s->get_executor();
+                asio::post(sx, [s] { delete s; });
+            });
+        }
+        auto* s = v.back().get();
+        auto connect = [s]() -> asio::awaitable<void> { co_await s->async_connect(); };
+        co_await run_on(s->get_executor(), std::move(connect));
+    }
+    co_return v;
+}
+
+
+asio::awaitable<std::vector<zklock::metrics_snapshot>> metrics_of(const session_list& ss)
+{
+    // Written on each session's executor, read here once its run_on completed. (Not co_returned:
+    // Boost 1.81 cannot co_await a co_spawn that completes with a value, awaitable.hpp's
+    // resume() for (exception_ptr, T) dereferences its result struct.)
+    std::vector<zklock::metrics_snapshot> v(ss.size());
+    for (std::size_t i = 0; i < ss.size(); ++i) {
+        auto* s = ss[i].get();
+        auto read = [s, &out = v[i]]() -> asio::awaitable<void> {
+            out = s->metrics();
+            co_return;
+        };
+        co_await run_on(s->get_executor(), std::move(read));
     }
     co_return v;
 }
@@ -249,12 +277,12 @@ namespace {
 
 // --request-mix: what the run's sessions sent, per acquisition (the metrics count every request
 // a session sent, the contenders' and the directory's set-up alike).
-void print_request_mix(const std::string& dir, const session_list& ss, std::size_t acquisitions)
+void print_request_mix(const std::string& dir, const std::vector<zklock::metrics_snapshot>& metrics,
+                       std::size_t acquisitions)
 {
     std::map<std::string, std::uint64_t> by_type;
     std::uint64_t with_listing = 0, without_listing = 0;
-    for (auto& s : ss) {
-        const auto m = s->metrics();
+    for (const auto& m : metrics) {
         for (const auto& [type, n] : m.requests) by_type[type] += n;
         with_listing += m.handoffs_with_listing;
         without_listing += m.handoffs_without_listing;
@@ -273,6 +301,27 @@ void print_request_mix(const std::string& dir, const session_list& ss, std::size
     std::cerr << line << buf << "\n";
 }
 
+
+/// A run's directory, and `junk` children in it that are not lock nodes (there throughout the run).
+asio::awaitable<void> set_stage(zklock::session& s, const std::string& dir, int junk)
+{
+    co_await ensure_path(s, dir);
+    for (int i = 0; i < junk; ++i) {
+        auto r = co_await s.async_create(dir + "/junk-" + std::to_string(i), std::string(), zklock::create_mode::ephemeral,
+                                         asio::as_tuple(asio::deferred));
+        if (std::get<0>(r)) throw boost::system::system_error(std::get<0>(r), "create junk in " + dir);
+    }
+}
+
+
+/// Removes what set_stage made.
+asio::awaitable<void> strike_stage(zklock::session& s, const std::string& dir, int junk)
+{
+    for (int i = 0; i < junk; ++i)
+        co_await s.async_remove(dir + "/junk-" + std::to_string(i), -1, asio::as_tuple(asio::deferred));
+    co_await remove_dir(s, dir);
+}
+
 }  // namespace
 
 asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& dir, int sessions, int contenders,
@@ -288,17 +337,15 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     session_list ss = co_await connect_sessions(c, plan.raw ? 1 : sessions);
     raw_session_list raws;
     if (plan.raw) raws = co_await connect_raw_sessions(c, sessions);
-    co_await ensure_path(*ss[0], dir);
-    for (int i = 0; i < plan.junk_children; ++i) {
-        auto r = co_await ss[0]->async_create(dir + "/junk-" + std::to_string(i), std::string(),
-                                              zklock::create_mode::ephemeral, asio::as_tuple(asio::deferred));
-        if (std::get<0>(r)) throw boost::system::system_error(std::get<0>(r), "create junk in " + dir);
-    }
+    // The stage (the directory and its junk) is set and struck on the first session's executor.
+    const auto stage = ss[0];
+    auto set = [&]() { return set_stage(*stage, dir, plan.junk_children); };
+    co_await run_on(stage->get_executor(), std::move(set));
     // Threads and peak RSS cover the contenders: sampled from here until the sessions close.
     auto sampler = start_sampler(ex, [st, contenders, loop] {
         char buf[160];
-        if (loop) std::snprintf(buf, sizeof buf, "%zu acquisitions", st->acqs.size());
-        else std::snprintf(buf, sizeof buf, "%zu/%d acquired and released", st->acqs.size(), contenders);
+        if (loop) std::snprintf(buf, sizeof buf, "%zu acquisitions", st->recorded());
+        else std::snprintf(buf, sizeof buf, "%zu/%d acquired and released", st->recorded(), contenders);
         return std::string(buf);
     });
     sampler_guard guard{sampler};
@@ -314,35 +361,46 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
     std::vector<std::shared_ptr<session_locks>> locks;
     if (!plan.raw && !plan.floor)
         for (auto& s : ss) locks.push_back(std::make_shared<session_locks>(s, dir));
+    // A contender runs on its session's executor (the raw floor's on this one, as its raw
+    // sessions); its completion comes back here, where `done` and `wake` live. (A fresh binder
+    // each: Asio 1.26 moves the handler out of a bound token given as an lvalue.)
+    auto done = [&] { return asio::bind_executor(ex, contender_done(st)); };
     for (int i = 0; i < contenders; ++i) {
         const auto on = static_cast<std::size_t>(plan.sessions_in_blocks ? std::min(i / per_session, sessions - 1) : i % sessions);
         if (plan.raw)
-            asio::co_spawn(ex, raw_contender(raws[on], st, i, loop, plan.hold_ns), contender_done(st));
+            asio::co_spawn(ex, raw_contender(raws[on], st, i, loop, plan.hold_ns), done());
         else if (plan.floor)
-            asio::co_spawn(ex, floor_contender(ss[on], st, i, loop, plan.hold_ns), contender_done(st));
+            asio::co_spawn(ss[on]->get_executor(), floor_contender(ss[on], st, i, loop, plan.hold_ns), done());
         else if (!loop && plan.hold_ns == 0 && plan.kind_of(i) == lock_kind::mutex)
-            asio::co_spawn(ex, contender_once(locks[on], st, i), contender_done(st));
+            asio::co_spawn(ss[on]->get_executor(), contender_once(locks[on], st, i), done());
         else
-            asio::co_spawn(ex, contender(locks[on], st, i, loop, plan.kind_of(i), plan.hold_ns, plan.permits),
-                           contender_done(st));
+            asio::co_spawn(ss[on]->get_executor(),
+                           contender(locks[on], st, i, loop, plan.kind_of(i), plan.hold_ns, plan.permits), done());
     }
     const bool all_done = co_await wait_all(*st);
     const auto cpu1 = cpu_seconds();
-    if (c.opt.request_mix && !plan.raw && !st->acqs.empty()) print_request_mix(dir, ss, st->acqs.size());
+    if (c.opt.request_mix && !plan.raw && !st->acqs.empty()) {
+        const auto metrics = co_await metrics_of(ss);
+        print_request_mix(dir, metrics, st->acqs.size());
+    }
     const double requests = all_done ? packets_in_window(c.fl_all, received0) : std::nan("");
     if (!all_done) {
         // Past the bound: close the sessions, which ends every pending operation, then collect.
         st->fail("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
-        for (auto& s : ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        for (auto& s : ss) {
+            auto close = [s = s.get()]() -> asio::awaitable<void> { co_await s->async_close(asio::as_tuple(asio::deferred)); };
+            co_await run_on(s->get_executor(), std::move(close));
+        }
         for (auto& r : raws) r->close();
         st->bound_ns = now_ns() + seconds_ns(30);
         co_await wait_all(*st);
         session_list fresh = co_await connect_sessions(c, 1);
-        co_await remove_dir(*fresh[0], dir);
+        const auto other = fresh[0];
+        auto remove = [&]() { return remove_dir(*other, dir); };
+        co_await run_on(other->get_executor(), std::move(remove));
     } else {
-        for (int i = 0; i < plan.junk_children; ++i)
-            co_await ss[0]->async_remove(dir + "/junk-" + std::to_string(i), -1, asio::as_tuple(asio::deferred));
-        co_await remove_dir(*ss[0], dir);
+        auto strike = [&]() { return strike_stage(*stage, dir, plan.junk_children); };
+        co_await run_on(stage->get_executor(), std::move(strike));
     }
     // The figures cover the contenders: the sampler stops before the sessions close (each close
     // runs on zklock's close thread for a moment).

@@ -6,8 +6,11 @@
 //                [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
 //                [--hold-us N] [--permits N] [--tls] [--netty] [--ensemble 3|5] [--force-sync]
+//                [--threads N[,N...] [--contexts shared|per-thread|both]]
 //
-// Everything runs on ONE thread: one io_context, every session and every contender on it.
+// Everything runs on ONE thread: one io_context, every session and every contender on it; except
+// with --threads, where C64's and M's sessions and contenders run on worker threads (bench/threads.cpp)
+// while this thread keeps the scenario's coroutine and the raw floor.
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
 // progress on stderr. See bench/README.md for what each figure means.
 //
@@ -59,33 +62,6 @@ namespace {
 constexpr const char* bench_direct_memory = "4g";
 constexpr const char* bench_jvm = "-Xmx512m -XX:MaxDirectMemorySize=4g";
 
-/// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
-/// client, the benchmark) and, with our own server(s), the servers' JVMs.
-struct cpu_meter {
-    const bench_ctx& c;
-    std::pair<double, double> client0 = cpu_seconds(), server0 = server_cpu_seconds(c);
-    std::int64_t t0 = now_ns();
-    /// This process's CPU seconds (user + system) since the meter started.
-    double client_s() const
-    {
-        const auto client = cpu_seconds();
-        return (client.first - client0.first) + (client.second - client0.second);
-    }
-    void report(const std::string& what) const
-    {
-        const auto client = cpu_seconds();
-        const auto server = server_cpu_seconds(c);
-        const double wall = static_cast<double>(now_ns() - t0) / 1e9;
-        char server_part[64] = "server n/a";
-        if (!c.server_pids.empty())
-            std::snprintf(server_part, sizeof server_part, "server%s user %6.2f sys %6.2f",
-                          c.server_pids.size() > 1 ? "s" : "", server.first - server0.first,
-                          server.second - server0.second);
-        std::fprintf(stderr, "zklock_bench: cpu %-14s wall %6.2f s | client user %6.2f sys %6.2f | %s\n", what.c_str(), wall,
-                     client.first - client0.first, client.second - client0.second, server_part);
-    }
-};
-
 
 /// --tls: the lock scenario `name` again, over TLS to the same server, right after its plaintext
 /// run (`plain`) and floors.
@@ -112,6 +88,10 @@ asio::awaitable<void> run_once(bench_ctx& c)
     c.floors.clear();
     bool twins = false;
     for (const auto& name : c.opt.scenarios) {
+        if (!c.opt.thread_layouts.empty()) {  // C64 or M<N>[x<S>] only (parse_options)
+            co_await run_threads(c, name);
+            continue;
+        }
         if (name == "floor") {
             json::object o = floor_object(c);
             emit(c, o);

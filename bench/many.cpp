@@ -46,11 +46,30 @@ struct many_state {
     std::int64_t stop_ns = 0;       // no new cycle after this (0: one cycle each)
     int running = 0;
     failure_count fails;
-    asio::steady_timer wake;
+    asio::steady_timer wake;  // the scenario's executor's: `running` and `wake` are only touched there
+    // With --threads, the lock's contenders on different sessions add cycles and failures at once
+    // from the workers: add_cycle and fail take this lock. The rest is read once they are all done.
+    mutable std::mutex m;
 
     void done()
     {
         if (--running == 0) wake.cancel();
+    }
+    void add_cycle(double us)
+    {
+        const std::lock_guard lock(m);
+        cycle_us.push_back(us);
+    }
+    void fail(const std::string& what)
+    {
+        const std::lock_guard lock(m);
+        fails.add(what);
+    }
+    /// Cycles measured so far (for the progress line, while contenders run).
+    std::size_t cycles() const
+    {
+        const std::lock_guard lock(m);
+        return cycle_us.size();
     }
     raw_session& raw_for(std::size_t i) { return *raws[i % raws.size()]; }
 };
@@ -66,11 +85,11 @@ asio::awaitable<std::optional<std::string>> raw_many_acquire(std::shared_ptr<man
                  s.async_get_children(st->dirs[i], asio::deferred))
                  .async_wait(asio::experimental::wait_for_all(), asio::deferred);
     if (std::get<1>(r) || std::get<3>(r)) {
-        st->fails.add("raw acquire: " + (std::get<1>(r) ? std::get<1>(r) : std::get<3>(r)).message());
+        st->fail("raw acquire: " + (std::get<1>(r) ? std::get<1>(r) : std::get<3>(r)).message());
         co_return std::nullopt;
     }
     if (!predecessor(std::get<4>(r), seq_of(std::get<2>(r))).empty()) {
-        st->fails.add("raw acquire: a node ahead in an uncontended lock");
+        st->fail("raw acquire: a node ahead in an uncontended lock");
         co_return std::nullopt;
     }
     co_return std::move(std::get<2>(r));
@@ -87,22 +106,22 @@ asio::awaitable<void> m_contender(std::shared_ptr<many_state> st, std::size_t i,
             if (!own) break;
             auto [ec] = co_await st->raw_for(i).async_remove(std::move(*own), asio::as_tuple(asio::deferred));
             if (ec) {
-                st->fails.add("raw release: " + ec.message());
+                st->fail("raw release: " + ec.message());
                 break;
             }
         } else {
             auto [ec, lease] = co_await st->locks[i]->async_acquire(asio::as_tuple(asio::deferred));
             if (ec) {
-                st->fails.add("acquire: " + ec.message());
+                st->fail("acquire: " + ec.message());
                 break;
             }
             auto [rec] = co_await lease.async_release(asio::as_tuple(asio::deferred));
             if (rec) {
-                st->fails.add("release: " + rec.message());
+                st->fail("release: " + rec.message());
                 break;
             }
         }
-        if (st->stop_ns) st->cycle_us.push_back(static_cast<double>(now_ns() - t0) / 1e3);
+        if (st->stop_ns) st->add_cycle(static_cast<double>(now_ns() - t0) / 1e3);
     } while (st->stop_ns && now_ns() < st->stop_ns);
 }
 
@@ -118,7 +137,7 @@ asio::awaitable<void> h_acquire(std::shared_ptr<many_state> st, std::shared_ptr<
     }
     auto m = std::make_unique<zklock::mutex>(*s, st->dirs[i]);
     auto [ec, lease] = co_await m->async_acquire(asio::as_tuple(asio::deferred));
-    if (ec) st->fails.add("acquire: " + ec.message());
+    if (ec) st->fail("acquire: " + ec.message());
     else st->held[i] = std::move(lease);
 }
 
@@ -128,21 +147,29 @@ asio::awaitable<void> h_release(std::shared_ptr<many_state> st, std::size_t i, b
     if (raw) {
         if (st->raw_held[i].empty()) co_return;
         auto [ec] = co_await st->raw_for(i).async_remove(std::move(st->raw_held[i]), asio::as_tuple(asio::deferred));
-        if (ec) st->fails.add("raw release: " + ec.message());
+        if (ec) st->fail("raw release: " + ec.message());
         co_return;
     }
     auto [ec] = co_await st->held[i].async_release(asio::as_tuple(asio::deferred));
-    if (ec) st->fails.add("release: " + ec.message());
+    if (ec) st->fail("release: " + ec.message());
 }
 
 
-/// Runs `make(i)` for every lock at once and waits for all, at most `bound_s`; false past it.
+/// Which executor `make(i)` of all_at_once runs on: that of the session it uses.
+using executor_of = std::function<asio::any_io_executor(std::size_t)>;
+
+
+/// Runs `make(i)` for every lock at once, each on `on(i)`, and waits for all, at most `bound_s`;
+/// false past it.
 template <class Make>
-asio::awaitable<bool> all_at_once(std::shared_ptr<many_state> st, std::size_t n, double bound_s, Make make)
+asio::awaitable<bool> all_at_once(std::shared_ptr<many_state> st, std::size_t n, double bound_s, Make make, executor_of on)
 {
     auto ex = co_await asio::this_coro::executor;
     st->running = static_cast<int>(n);
-    for (std::size_t i = 0; i < n; ++i) asio::co_spawn(ex, make(i), [st](std::exception_ptr) { st->done(); });
+    // Its completion comes back here, where `running` and `wake` live (a fresh binder each: Asio
+    // 1.26 moves the handler out of a bound token given as an lvalue).
+    auto done = [&] { return asio::bind_executor(ex, [st](std::exception_ptr) { st->done(); }); };
+    for (std::size_t i = 0; i < n; ++i) asio::co_spawn(on(i), make(i), done());
     st->wake.expires_after(std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(bound_s)));
     if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
     co_return st->running == 0;
@@ -154,14 +181,28 @@ double rss_bytes() { return static_cast<double>(proc_status("VmRSS")) * 1024.0; 
 
 
 /// Every session's requests sent so far (zklock's metrics).
-std::uint64_t requests_sent(const session_list& ss)
+asio::awaitable<std::uint64_t> requests_sent(const session_list& ss)
 {
+    const auto metrics = co_await metrics_of(ss);
     std::uint64_t n = 0;
-    for (auto& s : ss) {
-        const auto m = s->metrics();
+    for (const auto& m : metrics)
         for (auto& [type, k] : m.requests) n += k;
-    }
-    return n;
+    co_return n;
+}
+
+
+/// all_at_once's executor: `ex` for every item (a session's, or the caller's for the raw floor,
+/// whose raw sessions live there).
+executor_of all_on(asio::any_io_executor ex)
+{
+    return [ex](std::size_t) { return ex; };
+}
+
+
+/// all_at_once's executor: item i on the executor of lock i's session.
+executor_of each_on_its_lock(std::shared_ptr<many_state> st)
+{
+    return [st](std::size_t i) { return st->locks[i]->get_executor(); };
 }
 
 
@@ -169,7 +210,7 @@ asio::awaitable<void> create_dir(std::shared_ptr<zklock::session> s, std::shared
 {
     auto [ec, p, stat] = co_await s->async_create(st->dirs[i], std::string(), zklock::create_mode::persistent,
                                             asio::as_tuple(asio::deferred));
-    if (ec) st->fails.add("create " + st->dirs[i] + ": " + ec.message());
+    if (ec) st->fail("create " + st->dirs[i] + ": " + ec.message());
 }
 
 
@@ -201,13 +242,16 @@ asio::awaitable<many_run> many_setup(bench_ctx& c, const std::string& name, cons
     const auto n = static_cast<std::size_t>(spec.locks);
     run.ss = co_await connect_sessions(c, raw ? 1 : spec.sessions);
     if (raw) st.raws = co_await connect_raw_sessions(c, spec.sessions);
-    co_await ensure_path(*run.ss[0], run.dir);
+    const auto stage = run.ss[0];  // makes and removes the directories, on its executor
+    auto make_dir = [&]() { return ensure_path(*stage, run.dir); };
+    co_await run_on(stage->get_executor(), std::move(make_dir));
     st.dirs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) st.dirs.push_back(run.dir + "/" + std::to_string(i));
     if (raw) {
         auto& ss = run.ss;
         auto sp = run.st;
-        const bool ok = co_await all_at_once(sp, n, 120, [&](std::size_t i) { return create_dir(ss[0], sp, i); });
+        executor_of on = all_on(ss[0]->get_executor());
+        const bool ok = co_await all_at_once(sp, n, 120, [&](std::size_t i) { return create_dir(ss[0], sp, i); }, std::move(on));
         if (!ok || st.fails.n) throw std::runtime_error("raw floor set-up: " + st.fails.first);
     } else if (mutexes) {
         st.locks.reserve(n);
@@ -225,8 +269,11 @@ asio::awaitable<void> many_finish(bench_ctx& c, many_run& run, bool ok, double b
 {
     auto& st = run.st;
     if (!ok) {
-        st->fails.add("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
-        for (auto& s : run.ss) co_await s->async_close(asio::as_tuple(asio::deferred));
+        st->fail("bound of " + std::to_string(static_cast<int>(bound_s)) + " s reached");
+        for (auto& s : run.ss) {
+            auto close = [s = s.get()]() -> asio::awaitable<void> { co_await s->async_close(asio::as_tuple(asio::deferred)); };
+            co_await run_on(s->get_executor(), std::move(close));
+        }
         for (auto& s : st->raws) s->close();
         st->wake.expires_after(30s);
         if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
@@ -245,10 +292,12 @@ asio::awaitable<void> many_finish(bench_ctx& c, many_run& run, bool ok, double b
     std::vector<std::string>().swap(st->raw_held);
     failure_count ignored;
     std::swap(ignored, st->fails);
-    auto& ss = run.ss;
-    co_await all_at_once(st, st->dirs.size(), 120, [&](std::size_t i) { return remove_path(ss[0], st, i); });
+    const auto stage = run.ss[0];
+    executor_of on = all_on(stage->get_executor());
+    co_await all_at_once(st, st->dirs.size(), 120, [&](std::size_t i) { return remove_path(stage, st, i); }, std::move(on));
     std::swap(ignored, st->fails);
-    co_await remove_dir(*ss[0], run.dir);
+    auto remove = [&]() { return remove_dir(*stage, run.dir); };
+    co_await run_on(stage->get_executor(), std::move(remove));
     for (auto& s : st->raws) s->close();
     st->raws.clear();
 }
@@ -284,7 +333,12 @@ asio::awaitable<bool> m_round(m_side& side, double seconds, double bound_s)
     auto st = side.run.st;
     st->stop_ns = seconds > 0 ? now_ns() + seconds_ns(seconds) : 0;
     const bool raw = !st->raws.empty();
-    co_return co_await all_at_once(st, st->dirs.size(), bound_s, [&](std::size_t i) { return m_contender(st, i, raw); });
+    auto ex = co_await asio::this_coro::executor;
+    // (Not a conditional inside the co_await: GCC 12 destroys its temporaries twice.)
+    executor_of on = each_on_its_lock(st);
+    if (raw) on = all_on(ex);
+    co_return co_await all_at_once(st, st->dirs.size(), bound_s, [&](std::size_t i) { return m_contender(st, i, raw); },
+                                   std::move(on));
 }
 
 
@@ -319,12 +373,13 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
     // The first round: one cycle each, at once; the lock makes its directories (containers) now.
     for (auto& side : sides) {
         const auto packets0 = open_packet_window(c.fl_all);
-        const std::uint64_t sent0 = requests_sent(side.run.ss);
+        const std::uint64_t sent0 = co_await requests_sent(side.run.ss);
         const std::int64_t t0 = now_ns();
         side.ok = co_await m_round(side, 0, bound_s);
         side.first_s = static_cast<double>(now_ns() - t0) / 1e9;
         side.first_packets = packets_in_window(c.fl_all, packets0);
-        side.first_sent = static_cast<double>(requests_sent(side.run.ss) - sent0);
+        const std::uint64_t sent1 = co_await requests_sent(side.run.ss);
+        side.first_sent = static_cast<double>(sent1 - sent0);
     }
 
     // The measured windows: the lock and its floor take turns (ABBA...), each for 2 × duration in
@@ -335,7 +390,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_m(bench_ct
         for (auto& side : sides) side.run.st->cycle_us.reserve(static_cast<std::size_t>(200'000 * c.opt.duration));
         auto ex = co_await asio::this_coro::executor;  // not in the call below: GCC 12 and temporaries
         sampler = start_sampler(ex, [a = sides[0].run.st, b = sides[1].run.st] {
-            return std::to_string(a->cycle_us.size()) + " + " + std::to_string(b->cycle_us.size()) + " (raw) cycles";
+            return std::to_string(a->cycles()) + " + " + std::to_string(b->cycles()) + " (raw) cycles";
         });
         const double each = 2 * c.opt.duration / c.opt.windows;
         for (int w = 0; w < c.opt.windows && ok(); ++w)
@@ -409,7 +464,11 @@ asio::awaitable<void> h_round(bench_ctx& c, h_side& side, bool first, double bou
     const auto packets0 = open_packet_window(c.fl_all);
     const auto cpu0 = cpu_seconds();
     std::int64_t t0 = now_ns();
-    side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); });
+    auto ex = co_await asio::this_coro::executor;
+    auto on_ex = ss[0]->get_executor();  // the lock's one session's
+    if (raw) on_ex = ex;                 // the raw sessions'
+    const executor_of on = all_on(on_ex);
+    side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_acquire(st, ss[0], i, raw); }, on);
     const double acquire_s = static_cast<double>(now_ns() - t0) / 1e9;
     const auto cpu1 = cpu_seconds();
     const double packets = packets_in_window(c.fl_all, packets0);
@@ -422,7 +481,7 @@ asio::awaitable<void> h_round(bench_ctx& c, h_side& side, bool first, double bou
         side.peak_rss_mb = hwm1;
     }
     t0 = now_ns();
-    if (side.ok) side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); });
+    if (side.ok) side.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return h_release(st, i, raw); }, on);
     const double release_s = static_cast<double>(now_ns() - t0) / 1e9;
     if (!side.ok) co_return;  // acquires may still be running: many_finish waits for them, then clears
     std::vector<zklock::lease>().swap(st->held);
@@ -458,7 +517,8 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_h(bench_ct
     lock.run = co_await many_setup(c, name, spec, false, true);
     {
         const auto& st = lock.run.st;
-        lock.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); });
+        executor_of on = each_on_its_lock(st);
+        lock.ok = co_await all_at_once(st, n, bound_s, [&](std::size_t i) { return m_contender(st, i, false); }, std::move(on));
         st->locks.clear();
         st->locks.shrink_to_fit();
     }

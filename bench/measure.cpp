@@ -76,4 +76,26 @@ std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
     return sum;
 }
 
+
+double cpu_meter::client_s() const
+{
+    const auto client = cpu_seconds();
+    return (client.first - client0.first) + (client.second - client0.second);
+}
+
+
+void cpu_meter::report(const std::string& what) const
+{
+    const auto client = cpu_seconds();
+    const auto server = server_cpu_seconds(c);
+    const double wall = static_cast<double>(now_ns() - t0) / 1e9;
+    char server_part[64] = "server n/a";
+    if (!c.server_pids.empty())
+        std::snprintf(server_part, sizeof server_part, "server%s user %6.2f sys %6.2f",
+                      c.server_pids.size() > 1 ? "s" : "", server.first - server0.first,
+                      server.second - server0.second);
+    std::fprintf(stderr, "zklock_bench: cpu %-14s wall %6.2f s | client user %6.2f sys %6.2f | %s\n", what.c_str(), wall,
+                 client.first - client0.first, client.second - client0.second, server_part);
+}
+
 }  // namespace zklock_bench

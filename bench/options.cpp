@@ -9,6 +9,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
 {
     options o;
     std::string scenario = "all";
+    std::string threads, contexts = "shared";
     po::options_description desc("zklock_bench: the zklock benchmark (see bench/README.md)\noptions");
     desc.add_options()
         ("help,h", "this help")
@@ -45,7 +46,14 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "run our server(s) with forceSync=yes (fsync every write) instead of forceSync=no")
         ("windows", po::value(&o.windows)->default_value(4),
          "M<N>, H<N>: the lock and its raw floor take turns (ABBA...), this many measured windows "
-         "each (M: 2 x duration in all each; H: one round of acquire-all, release-all each)");
+         "each (M: 2 x duration in all each; H: one round of acquire-all, release-all each)")
+        ("threads", po::value(&threads),
+         "N[,N...], e.g. 1,2,4: run C64 and M<N>[x<S>] (no other scenario) once per thread count with their "
+         "sessions and contenders on worker threads (see --contexts), then report acquisitions/s, client CPU and "
+         "acquisitions_vs_one_thread per count; the raw floor stays on the bench's one thread, no session-layer floor")
+        ("contexts", po::value(&contexts)->default_value("shared"),
+         "with --threads: shared (one io_context run by the N threads, each session on a strand of it), "
+         "per-thread (N io_contexts run by one thread each, session i on context i mod N) or both (each count both ways)");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -77,6 +85,28 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     if (o.netty && (!o.servers.empty() || o.ensemble != 0))
         return fail("--netty is for the benchmark's own standalone server (no --servers, no --ensemble)");
     if (o.force_sync && !o.servers.empty()) return fail("--force-sync needs the benchmark's own server(s) (no --servers)");
+    if (vm.count("threads")) {
+        if (contexts != "shared" && contexts != "per-thread" && contexts != "both")
+            return fail("--contexts must be shared, per-thread or both");
+        for (std::size_t pos = 0; pos <= threads.size();) {
+            const std::size_t comma = std::min(threads.find(',', pos), threads.size());
+            const std::string n = threads.substr(pos, comma - pos);
+            pos = comma + 1;
+            const int k = n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos
+                              ? 0
+                              : std::atoi(n.c_str());
+            if (k < 1 || k > 64) return fail("--threads wants thread counts in 1..64, comma-separated (e.g. 1,2,4)");
+            for (const bool per_thread : {false, true})
+                if ((per_thread ? contexts != "shared" : contexts != "per-thread") &&
+                    std::none_of(o.thread_layouts.begin(), o.thread_layouts.end(), [&](const thread_layout& l) {
+                        return l.threads == k && l.per_thread == per_thread;
+                    }))
+                    o.thread_layouts.push_back({k, per_thread});
+        }
+        if (o.tls || !o.plot_dir.empty()) return fail("--threads does not go with --tls or --plot");
+    } else if (vm.count("contexts") && !vm["contexts"].defaulted()) {
+        return fail("--contexts goes with --threads");
+    }
 
     std::vector<std::string> wanted;
     for (std::size_t pos = 0; pos <= scenario.size();) {
@@ -105,6 +135,10 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         if (o.waiters == 0) o.scenarios.push_back("W10000");
     }
     if (floor_wanted) o.scenarios.push_back("floor");
+    if (!o.thread_layouts.empty())
+        for (const auto& s : o.scenarios)
+            if (s != "C64" && !(is_many(s) && s[0] == 'M'))
+                return fail("--threads runs C64 and M<N>[x<S>] only, not '" + s + "'");
     return o;
 }
 
@@ -113,8 +147,14 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
 double watchdog_s(const options& o)
 {
     double per_run = 0;
+    const auto layouts = static_cast<double>(o.thread_layouts.size());
     for (const auto& s : o.scenarios) {
         const double hold_s = static_cast<double>(o.hold_us) / 1e6 * 64;
+        if (layouts > 0) {  // each layout's lock (M: with its raw floor), then C64's raw floor once
+            if (s == "C64") per_run += (layouts + 1) * (2 * o.duration + 90 + hold_s);
+            else per_run += layouts * 2 * (2 * o.duration + 2 * 120 + parse_many(s).locks / 50.0 + 60);
+            continue;
+        }
         if (s == "U") per_run += 2 * (1.2 * o.duration + 30);
         else if (s == "C64") per_run += 2 * (2 * o.duration + 90 + hold_s) + o.duration + 30;
         else if (s == "RW64" || s == "S64" || s == "C64L") per_run += 2 * (2 * o.duration + 90 + hold_s);
@@ -128,7 +168,8 @@ double watchdog_s(const options& o)
             else if (s[0] == 'W') per_run += w_bound_s + 60;
         }
     }
-    if (std::any_of(o.scenarios.begin(), o.scenarios.end(), [](const std::string& s) { return s == "C64" || s[0] == 'W'; }))
+    if (layouts == 0 &&
+        std::any_of(o.scenarios.begin(), o.scenarios.end(), [](const std::string& s) { return s == "C64" || s[0] == 'W'; }))
         per_run += 2 * o.duration + 60 + 30;  // the server's write bound (its own bound, and its set-up)
     if (o.tls) per_run += 60;  // tls memory
     return (o.tls ? 2 : 1) * o.warmup + 90 + o.repeat * per_run;

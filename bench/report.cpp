@@ -191,8 +191,9 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
     if (r.hold_us > 0) extra += ", hold " + std::to_string(r.hold_us) + " us";
     if (r.permits > 0) extra += ", " + std::to_string(r.permits) + " permits";
     if (r.scenario == "RW64" || r.scenario == "S64") extra += "   (floor: the C64 floor)";
-    std::printf("%s: %d session(s) x %d contender(s) total%s, one thread   (ratio = zklock / floor, same run)\n",
-                r.scenario.c_str(), r.sessions, r.contenders, extra.c_str());
+    const std::string threads = r.layout.empty() ? "one thread" : r.layout + ", the raw floor on one thread";
+    std::printf("%s: %d session(s) x %d contender(s) total%s, %s   (ratio = zklock / floor, same run)\n",
+                r.scenario.c_str(), r.sessions, r.contenders, extra.c_str(), threads.c_str());
     int width = 20;
     for (auto& [n, v] : r.figs.list) width = std::max(width, static_cast<int>(n.size()));
     std::printf("  %-*s %12s %12s %8s %12s %8s\n", width, "figure", "zklock", "raw floor", "vs raw", "floor", "ratio");
@@ -270,6 +271,7 @@ void print_medians(bench_ctx& c)
     for (const auto& name : c.opt.scenarios) {
         order.push_back(name);
         order.push_back(name + " tls");  // --tls: its twin, if it has one
+        for (const auto& l : c.opt.thread_layouts) order.push_back(threads_key(name, l));  // --threads
     }
     order.push_back("tls memory");
     for (const auto& name : order) {
