@@ -1,12 +1,13 @@
 #!/bin/bash
-# bench.smoke.many: M over one and over two sessions and H, each with its raw floor, briefly; then
-# the JSON lines must carry the burst times to the millisecond (H200's rounds take a few
-# hundredths of a second: rounded to tenths they would read 0), and H's ratios to its floor.
+# bench.smoke.many: M over one and over two sessions, H and L, each with its raw floor, briefly;
+# then the JSON lines must carry the burst times to the millisecond (H200's rounds take a few
+# hundredths of a second: rounded to tenths they would read 0), H's ratios to its floor, and L's
+# listings of all 2000 names (each listing is checked for them: a short one is a failure).
 set -euo pipefail
 bench=$1
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-"$bench" --scenario M50,M50x2,H200 --duration 0.2 --warmup 0 --json "$json"
+"$bench" --scenario M50,M50x2,H200,L2000 --duration 0.2 --warmup 0 --json "$json"
 python3 - "$json" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -22,6 +23,13 @@ for r in lines:
         v = r.get("first_round_s")
         assert isinstance(v, (int, float)) and v > 0, f"{s}: first_round_s = {v!r}"
         seen.add((s, "zklock"))
-assert seen == {("M50", "zklock"), ("M50x2", "zklock"), ("H200", "zklock")}, seen
+    if s.startswith("L"):
+        for k in ("listings_per_s", "client_cpu_ns_per_name", "listings_per_s_vs_raw_floor"):
+            v = r.get(k)
+            assert isinstance(v, (int, float)) and v > 0, f"{s}: {k} = {v!r}"
+        per = r["names_per_s"] / r["listings_per_s"]
+        assert abs(per - 2000) < 1, f"{s}: {per} names per listing"
+        seen.add((s, r["library"]))
+assert seen == {("M50", "zklock"), ("M50x2", "zklock"), ("H200", "zklock"), ("L2000", "zklock")}, seen
 print("bench.smoke.many: burst times present:", sorted(seen))
 PY
