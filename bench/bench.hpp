@@ -357,6 +357,9 @@ std::string version_of(const std::string& srvr);
 
 std::optional<options> parse_options(int argc, char** argv, int& exit_code);
 double watchdog_s(const options& o);
+/// Whether a scenario's line says what fraction of the server's write bound it uses (C64, W<N>):
+/// the bound is measured once a run, after the first such scenario.
+bool compared_with_write_bound(const std::string& scenario);
 
 // ---- bench/harness.cpp: the harness: sessions, the contenders' shared state and sampler, running contenders, checks
 
@@ -383,6 +386,22 @@ asio::awaitable<contenders_run> run_contenders(bench_ctx& c, const std::string& 
 void check_failures(bench_ctx& c, scenario_result& r, const run_state& st);
 void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vector<acquisition>& by_grant);
 std::string dir_for(const bench_ctx& c, const std::string& name, bool floor, bool raw = false);
+
+/// Coroutines that each complete with an error code, spawned on one executor, and a bounded wait
+/// for those spawned so far. Owned by a shared_ptr: past the bound, those still running keep it.
+class coroutine_group : public std::enable_shared_from_this<coroutine_group> {
+public:
+    explicit coroutine_group(asio::any_io_executor ex) : wake_(std::move(ex)) {}
+    void spawn(asio::awaitable<error_code> a);
+    /// Waits until every coroutine spawned has completed; throws (`what`: the message) past
+    /// `bound`, or if one completed with an error (the first) or an exception.
+    asio::awaitable<void> join(std::chrono::nanoseconds bound, const std::string& what);
+
+private:
+    asio::steady_timer wake_;
+    int running_ = 0;
+    error_code first_ec_;
+};
 
 // ---- bench/floor.cpp: the floors: the raw queue cycle and the two-session ping-pong
 

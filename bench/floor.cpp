@@ -224,51 +224,37 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
     co_await ensure_path(*ss[0], dir);
     // Shared with the coroutines below, which may outlive this one if it gives up (timeout).
     struct chain_state {
-        explicit chain_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
         raw_session_list raws;
         std::vector<std::string> nodes;
         std::vector<raw_session::watch> watches;
         std::vector<std::int64_t> t_event, t_delete;
         std::int64_t t_end = 0;
-        asio::steady_timer wake;
-        int running = 0;
-        error_code first_ec;
         raw_session& on(int i) { return *raws[static_cast<std::size_t>(i) % raws.size()]; }
-        void done(error_code ec)
-        {
-            if (ec && !first_ec) first_ec = ec;
-            if (--running == 0) wake.cancel();
-        }
     };
-    auto st = std::make_shared<chain_state>(ex);
+    auto st = std::make_shared<chain_state>();
     st->raws = co_await connect_raw_sessions(c, sessions);
     const auto un = static_cast<std::size_t>(n);
     st->nodes.resize(un);
     st->watches.resize(un);
     st->t_event.resize(un);
     st->t_delete.resize(un);
-    auto done = [st](std::exception_ptr, error_code ec) { st->done(ec); };
-    auto wait_all = [&](const char* what) -> asio::awaitable<void> {
-        st->wake.expires_after(std::chrono::seconds(60 + n / 100));
-        if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
-        if (st->running > 0) st->first_ec = asio::error::timed_out;
-        if (st->first_ec) throw boost::system::system_error(st->first_ec, std::string("write chain: ") + what);
-    };
+    auto group = std::make_shared<coroutine_group>(ex);
+    const auto bound = std::chrono::seconds(60 + n / 100);
 
     // Set-up, untimed: each session creates its nodes, then watches its nodes' predecessors, one
     // request after another (the sessions in parallel).
-    for (int s = 0; s < sessions; ++s, ++st->running)
-        asio::co_spawn(ex, [st, s, n, sessions, path = dir + "/c-", data = c.node_data]() -> asio::awaitable<error_code> {
+    for (int s = 0; s < sessions; ++s)
+        group->spawn([](auto st, int s, int n, int sessions, std::string path, std::string data) -> asio::awaitable<error_code> {
             for (int i = s; i < n; i += sessions) {
                 auto cr = co_await st->on(i).async_create(path, data, asio::as_tuple(asio::deferred));
                 if (std::get<0>(cr)) co_return std::get<0>(cr);
                 st->nodes[static_cast<std::size_t>(i)] = std::move(std::get<1>(cr));
             }
             co_return error_code{};
-        }, done);
-    co_await wait_all("create");
-    for (int s = 0; s < sessions; ++s, ++st->running)
-        asio::co_spawn(ex, [st, s, n, sessions]() -> asio::awaitable<error_code> {
+        }(st, s, n, sessions, dir + "/c-", c.node_data));
+    co_await group->join(bound, "write chain: create");
+    for (int s = 0; s < sessions; ++s)
+        group->spawn([](auto st, int s, int n, int sessions) -> asio::awaitable<error_code> {
             for (int i = s == 0 ? sessions : s; i < n; i += sessions) {
                 auto w = co_await st->on(i).async_watch_data(st->nodes[static_cast<std::size_t>(i - 1)], asio::as_tuple(asio::deferred));
                 // --ensemble: until this session's member has applied the other session's create.
@@ -278,13 +264,13 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
                 st->watches[static_cast<std::size_t>(i)] = std::move(std::get<1>(w));
             }
             co_return error_code{};
-        }, done);
-    co_await wait_all("watch");
+        }(st, s, n, sessions));
+    co_await group->join(bound, "write chain: watch");
 
     // The chain, timed: node i's session deletes it when node i-1's deletion event arrives.
     const std::int64_t t0 = now_ns();
-    for (int i = 0; i < n; ++i, ++st->running)
-        asio::co_spawn(ex, [st, i, n]() -> asio::awaitable<error_code> {
+    for (int i = 0; i < n; ++i)
+        group->spawn([](auto st, int i, int n) -> asio::awaitable<error_code> {
             const auto ui = static_cast<std::size_t>(i);
             if (i > 0) {
                 auto ev = co_await st->watches[ui].async_wait(asio::as_tuple(asio::deferred));
@@ -295,8 +281,8 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
             auto [ec] = co_await st->on(i).async_remove(st->nodes[ui], asio::as_tuple(asio::deferred));
             if (i == n - 1) st->t_end = now_ns();
             co_return ec;
-        }, done);
-    co_await wait_all("chain");
+        }(st, i, n));
+    co_await group->join(bound, "write chain: chain");
     for (auto& s : st->raws) s->close();
     co_await remove_dir(*ss[0], dir);
 
@@ -327,43 +313,31 @@ asio::awaitable<scenario_result> raw_write_bound(bench_ctx& c)
     co_await ensure_path(*ss[0], dir);
     // Shared with the writers, which may outlive this coroutine if it gives up (timeout).
     struct bound_state {
-        explicit bound_state(asio::any_io_executor ex) : wake(std::move(ex)) {}
         raw_session_list raws;
         std::int64_t stop_ns = 0;
         std::int64_t writes = 0;
-        asio::steady_timer wake;
-        int running = 0;
-        error_code first_ec;
     };
-    auto st = std::make_shared<bound_state>(ex);
+    auto st = std::make_shared<bound_state>();
     st->raws = co_await connect_raw_sessions(c, r.sessions);
     const double run_s = 2 * c.opt.duration;
     const std::int64_t t0 = now_ns();
     st->stop_ns = t0 + seconds_ns(run_s);
-    for (int w = 0; w < r.contenders; ++w, ++st->running)
-        asio::co_spawn(
-            ex,
-            [st, w, path = dir + "/w-", data = c.node_data]() -> asio::awaitable<error_code> {
-                raw_session& s = *st->raws[static_cast<std::size_t>(w) % st->raws.size()];
-                while (now_ns() < st->stop_ns) {
-                    auto [ec, node] = co_await s.async_create(path, data, asio::as_tuple(asio::deferred));
-                    if (ec) co_return ec;
-                    ++st->writes;
-                    auto [rec] = co_await s.async_remove(std::move(node), asio::as_tuple(asio::deferred));
-                    if (rec) co_return rec;
-                    ++st->writes;
-                }
-                co_return error_code{};
-            },
-            [st](std::exception_ptr, error_code ec) {
-                if (ec && !st->first_ec) st->first_ec = ec;
-                if (--st->running == 0) st->wake.cancel();
-            });
-    st->wake.expires_after(std::chrono::nanoseconds(seconds_ns(run_s + 60)));
-    if (st->running > 0) co_await st->wake.async_wait(asio::as_tuple(asio::deferred));
+    auto group = std::make_shared<coroutine_group>(ex);
+    for (int w = 0; w < r.contenders; ++w)
+        group->spawn([](auto st, int w, std::string path, std::string data) -> asio::awaitable<error_code> {
+            raw_session& s = *st->raws[static_cast<std::size_t>(w) % st->raws.size()];
+            while (now_ns() < st->stop_ns) {
+                auto [ec, node] = co_await s.async_create(path, data, asio::as_tuple(asio::deferred));
+                if (ec) co_return ec;
+                ++st->writes;
+                auto [rec] = co_await s.async_remove(std::move(node), asio::as_tuple(asio::deferred));
+                if (rec) co_return rec;
+                ++st->writes;
+            }
+            co_return error_code{};
+        }(st, w, dir + "/w-", c.node_data));
+    co_await group->join(std::chrono::nanoseconds(seconds_ns(run_s + 60)), "write bound");
     const std::int64_t t1 = now_ns();
-    if (st->running > 0) st->first_ec = asio::error::timed_out;
-    if (st->first_ec) throw boost::system::system_error(st->first_ec, "write bound");
     for (auto& s : st->raws) s->close();
     co_await remove_dir(*ss[0], dir);
     r.figs.add("writes_per_s", static_cast<double>(st->writes) / (static_cast<double>(t1 - t0) / 1e9));

@@ -450,6 +450,26 @@ void check(bench_ctx& c, scenario_result& r, const run_state& st, const std::vec
 }
 
 
+void coroutine_group::spawn(asio::awaitable<error_code> a)
+{
+    ++running_;
+    asio::co_spawn(wake_.get_executor(), std::move(a), [self = shared_from_this()](std::exception_ptr e, error_code ec) {
+        if (e && !ec) ec = asio::error::fault;
+        if (ec && !self->first_ec_) self->first_ec_ = ec;
+        if (--self->running_ == 0) self->wake_.cancel();
+    });
+}
+
+
+asio::awaitable<void> coroutine_group::join(std::chrono::nanoseconds bound, const std::string& what)
+{
+    wake_.expires_after(bound);
+    if (running_ > 0) co_await wake_.async_wait(asio::as_tuple(asio::deferred));
+    if (running_ > 0) first_ec_ = asio::error::timed_out;
+    if (first_ec_) throw boost::system::system_error(first_ec_, what);
+}
+
+
 std::string dir_for(const bench_ctx& c, const std::string& name, bool floor, bool raw)
 {
     return c.root + "/" + (floor ? (raw ? "raw-floor-" : "floor-") : "") + name + "-r" + std::to_string(c.run);

@@ -20,36 +20,12 @@ constexpr int listers = 4;
 /// Creates outstanding at once while the directory is filled (untimed).
 constexpr std::size_t fill_window = 1000;
 
-/// Coroutines spawned on one executor, and a bounded wait for all of them.
-struct joiner {
-    explicit joiner(asio::any_io_executor ex) : wake(std::move(ex)) {}
-    int running = 0;
-    asio::steady_timer wake;
-    void spawn(asio::awaitable<void> a)
-    {
-        ++running;
-        asio::co_spawn(wake.get_executor(), std::move(a), [this](std::exception_ptr) {
-            if (--running == 0) wake.cancel();
-        });
-    }
-    /// Waits for every coroutine spawned; past `bound`, the run cannot go on (they still use the
-    /// scenario's state).
-    asio::awaitable<void> join(std::chrono::seconds bound)
-    {
-        wake.expires_after(bound);
-        if (running > 0) co_await wake.async_wait(asio::as_tuple(asio::deferred));
-        if (running > 0) throw std::runtime_error("L: a listing or a create outlived its bound");
-    }
-};
-
-
-asio::awaitable<void> fill_one(std::shared_ptr<zklock::session> s, std::string prefix, std::string data,
-                               failure_count& fails)
+asio::awaitable<error_code> fill_one(std::shared_ptr<zklock::session> s, std::string prefix, std::string data)
 {
     auto [ec, path, st] = co_await s->async_create(std::move(prefix), std::move(data),
                                                    zklock::create_mode::ephemeral_sequential,
                                                    asio::as_tuple(asio::deferred));
-    if (ec) fails.add("create: " + ec.message());
+    co_return ec;
 }
 
 
@@ -64,8 +40,9 @@ struct l_side {
 };
 
 
-/// Lister i of a side: lists `dir` until `stop_ns`; every listing must hold `n` names.
-asio::awaitable<void> lister(l_side& side, std::size_t i, std::string dir, std::size_t n, std::int64_t stop_ns)
+/// Lister i of a side: lists `dir` until `stop_ns`; every listing must hold `n` names (a failure
+/// is the side's, not the group's: the side then stops being measured).
+asio::awaitable<error_code> lister(l_side& side, std::size_t i, std::string dir, std::size_t n, std::int64_t stop_ns)
 {
     while (now_ns() < stop_ns && side.fails.n == 0) {
         const std::int64_t t0 = now_ns();
@@ -84,6 +61,7 @@ asio::awaitable<void> lister(l_side& side, std::size_t i, std::string dir, std::
         ++side.listings;
         side.names += static_cast<std::int64_t>(names.size());
     }
+    co_return error_code{};
 }
 
 
@@ -95,9 +73,9 @@ asio::awaitable<void> l_window(bench_ctx& c, l_side& side, const std::string& di
     const auto cpu0 = cpu_seconds();
     const std::int64_t t0 = now_ns();
     const std::int64_t stop = t0 + seconds_ns(seconds);
-    joiner running(ex);
-    for (std::size_t i = 0; i < listers; ++i) running.spawn(lister(side, i, dir, n, stop));
-    co_await running.join(std::chrono::seconds(static_cast<int>(seconds) + 120));
+    auto running = std::make_shared<coroutine_group>(ex);
+    for (std::size_t i = 0; i < listers; ++i) running->spawn(lister(side, i, dir, n, stop));
+    co_await running->join(std::chrono::seconds(static_cast<int>(seconds) + 120), "L: listings");
     side.span_s += static_cast<double>(now_ns() - t0) / 1e9;
     const auto cpu1 = cpu_seconds();
     const auto server1 = server_cpu_seconds(c);
@@ -118,15 +96,11 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_l(bench_ct
     // that stays connected until both sides are measured (untimed).
     session_list owner = co_await connect_sessions(c, 1);
     co_await ensure_path(*owner[0], dir);
-    {
-        failure_count fails;
-        joiner making(ex);
-        for (std::size_t made = 0; made < n && fails.n == 0; made += fill_window) {
-            for (std::size_t k = made; k < std::min(n, made + fill_window); ++k)
-                making.spawn(fill_one(owner[0], raw_node_prefix(dir), c.node_data, fails));
-            co_await making.join(120s);
-        }
-        if (fails.n) throw std::runtime_error(name + " set-up: " + fails.first);
+    auto making = std::make_shared<coroutine_group>(ex);
+    for (std::size_t made = 0; made < n; made += fill_window) {
+        for (std::size_t k = made; k < std::min(n, made + fill_window); ++k)
+            making->spawn(fill_one(owner[0], raw_node_prefix(dir), c.node_data));
+        co_await making->join(120s, name + " set-up: create");
     }
 
     std::array<l_side, 2> sides;  // zklock's session, the raw floor
@@ -134,8 +108,12 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_l(bench_ct
     sides[1].raws = co_await connect_raw_sessions(c, listers);
     // One listing each first, untimed: the server's listing path is compiled before either side is
     // measured.
-    for (auto& side : sides) co_await l_window(c, side, dir, n, 0.5);
-    for (auto& side : sides) side = l_side{std::move(side.ss), std::move(side.raws)};
+    for (auto& side : sides) {
+        co_await l_window(c, side, dir, n, 0.5);
+        side.span_s = side.cpu_s = side.server_cpu_s = 0;  // its failures stay: a side that failed is not measured
+        side.listings = side.names = 0;
+        side.listing_us.clear();
+    }
 
     auto sampler = start_sampler(ex, [&] {
         return std::to_string(sides[0].listings) + " + " + std::to_string(sides[1].listings) + " (raw) listings";

@@ -234,7 +234,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             chain = co_await raw_write_chain(c, name, lock.sessions, lock.contenders);
         }
         // The server's write bound, once a run, after the first scenario that is compared with it.
-        const bool bounded = name == "C64" || name[0] == 'W';
+        const bool bounded = compared_with_write_bound(name);
         auto bound = std::find_if(c.floors.begin(), c.floors.end(), [](const auto& f) { return f.first == "write bound"; });
         if (bounded && bound == c.floors.end()) {
             std::fprintf(stderr, "zklock_bench: run %d: the server's write bound\n", c.run);

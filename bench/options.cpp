@@ -143,6 +143,9 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
 }
 
 
+bool compared_with_write_bound(const std::string& scenario) { return scenario == "C64" || scenario[0] == 'W'; }
+
+
 /// The run's bound: warm-up plus, per run, every scenario's own bounds, plus slack.
 double watchdog_s(const options& o)
 {
@@ -168,8 +171,7 @@ double watchdog_s(const options& o)
             else if (s[0] == 'W') per_run += w_bound_s + 60;
         }
     }
-    if (layouts == 0 &&
-        std::any_of(o.scenarios.begin(), o.scenarios.end(), [](const std::string& s) { return s == "C64" || s[0] == 'W'; }))
+    if (layouts == 0 && std::any_of(o.scenarios.begin(), o.scenarios.end(), compared_with_write_bound))
         per_run += 2 * o.duration + 60 + 30;  // the server's write bound (its own bound, and its set-up)
     if (o.tls) per_run += 60;  // tls memory
     return (o.tls ? 2 : 1) * o.warmup + 90 + o.repeat * per_run;
