@@ -7,7 +7,9 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 
 using namespace zklock;
@@ -37,6 +39,19 @@ template <class Initiate> void initiate(tracker& t, Initiate&& f)
     t.initiating = true;
     f();
     t.initiating = false;
+}
+
+// Runs `ioc` until each of `ts` has been called (10 s at most), then a little longer, so that a
+// second call would be counted, and readies it for the next run.
+void run_until_called(asio::io_context& ioc, std::initializer_list<const tracker*> ts)
+{
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    const auto all_called = [&] { return std::ranges::all_of(ts, [](const tracker* t) { return t->calls > 0; }); };
+    while (!all_called() && !ioc.stopped() && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_until(deadline);
+    ioc.restart();
+    ioc.run_for(200ms);
+    ioc.restart();
 }
 
 void check(const tracker& t, const char* what)
@@ -69,9 +84,8 @@ TEST_CASE("handlers run once, on their executor, never inside the initiating fun
     initiate(bad_acquire, [&] { bad_path.async_acquire(1s, tracking(bad_acquire, strand)); });
     initiate(idle_acquire, [&] { not_connected.async_acquire(1s, tracking(idle_acquire, strand)); });
     initiate(sem, [&] { zero_permits.async_acquire(1s, tracking(sem, strand)); });
-    ioc.run_for(10s);
+    run_until_called(ioc, {&connect, &bad_connect, &bad_acquire, &idle_acquire, &sem});
     REQUIRE(s.state() == session_state::connected);
-    ioc.restart();
 
     initiate(acquire, [&] {
         m.async_acquire(5s, asio::bind_executor(strand, [&](error_code ec, lease l) {
@@ -81,12 +95,11 @@ TEST_CASE("handlers run once, on their executor, never inside the initiating fun
         }));
     });
     initiate(children, [&] { s.async_get_children("/", tracking(children, strand)); });
-    ioc.run_for(10s);
-    ioc.restart();
+    run_until_called(ioc, {&acquire, &children});
     REQUIRE(held.owns_lock());
     initiate(lost, [&] { held.async_wait_lost(tracking(lost, strand)); });
     initiate(release, [&] { held.async_release(tracking(release, strand)); });
-    ioc.run_for(10s);
+    run_until_called(ioc, {&lost, &release});
 
     check(connect, "connect");
     check(bad_connect, "connect with a bad server list");
