@@ -80,10 +80,10 @@ client_channel* channel_of(int fd) noexcept
 namespace {
 // One read takes up to read_chunk (some 300 replies of an uncontended acquire) into the thread's
 // scratch buffer, and the channel keeps a copy of what it read until the C client has taken it: a
-// session holds only what arrived. The buffer is reused while the socket has more; grown past
-// keep_input, it is let go once a read finds the socket empty (an idle session keeps a few bytes,
-// not a read's worth). A reply longer than what the buffer holds of it (a long listing) is read
-// on from the socket straight into the C client's own buffer. A turn's requests go out once they
+// session holds only what arrived, and a buffer grown past keep_input is let go once the C client
+// has taken all of it (many sessions that read at once hold no read's worth each afterwards). A
+// reply longer than what the buffer holds of it (a long listing) is read on from the socket
+// straight into the C client's own buffer. A turn's requests go out once they
 // reach flush_at, and an output buffer grown past keep_output is let go once empty.
 constexpr std::size_t read_chunk = 32 * 1024;
 constexpr std::size_t keep_input = 4 * 1024;
@@ -282,10 +282,7 @@ bool client_channel::input_ready()
             return true;
         }
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            let_go_if_grown(in_, keep_input);
-            return false;
-        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
         error_ = errno;
         return true;
     }
@@ -322,6 +319,7 @@ ssize_t client_channel::recv(void* buf, std::size_t len, int flags)
         if (in_pos_ == in_.size()) {
             in_.clear();
             in_pos_ = 0;
+            let_go_if_grown(in_, keep_input);
             // Without TLS, the rest of what the client wants comes from the socket directly.
             if (n < len && !tls_) n += read_on(static_cast<char*>(buf) + n, len - n);
         }
