@@ -195,35 +195,47 @@ asio::awaitable<void> run_once(bench_ctx& c)
         else lock = co_await scenario_w(c, name, false);
         lock.figs.add("client_cpu_s", lock_cpu.client_s());
         lock_cpu.report(name);
-        // The floors right after it: the raw floor (libzookeeper_st directly), then the floor
+        // The floors right after it: the raw floor (libzookeeper_st directly) and the floor
         // through zklock's session layer. The lock first, so that its peak RSS is that of a process
         // that ran nothing else since the last scenario (a floor's W10000 leaves a heap of
-        // 10 000-name listings behind: ~2.5 MB more at the lock's peak after malloc_trim).
-        std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
-        scenario_result raw_floor;
-        {
+        // 10 000-name listings behind: ~2.5 MB more at the lock's peak after malloc_trim). The two
+        // floors take turns at going first (raw first in odd runs): the one that runs second
+        // finds the server's state after the other's run (W10000: 20 000 nodes created and
+        // deleted), so a fixed order would count the server's after-effects against one of them.
+        scenario_result raw_floor, floor;
+        const bool raw_first = c.run % 2 == 1;
+        const auto run_raw_floor = [&]() -> asio::awaitable<void> {
+            std::fprintf(stderr, "zklock_bench: run %d: raw floor for %s\n", c.run, name.c_str());
             const cpu_meter raw_cpu{c};
             if (name == "U") raw_floor = co_await scenario_u(c, true, true);
             else if (name == "C64") raw_floor = co_await scenario_c64(c, true, true);
             else raw_floor = co_await scenario_w(c, name, true, true);
             raw_floor.figs.add("client_cpu_s", raw_cpu.client_s());
             raw_cpu.report("raw floor " + name);
-        }
-        // A floor's samples are not kept while the next one runs; the floor's are kept only for
-        // --plot.
-        raw_floor.acqs.clear();
-        raw_floor.acqs.shrink_to_fit();
-        std::fprintf(stderr, "zklock_bench: run %d: floor for %s\n", c.run, name.c_str());
-        scenario_result floor;
-        const cpu_meter floor_cpu{c};
-        if (name == "U") floor = co_await scenario_u(c, true);
-        else if (name == "C64") floor = co_await scenario_c64(c, true);
-        else floor = co_await scenario_w(c, name, true);
-        floor.figs.add("client_cpu_s", floor_cpu.client_s());
-        floor_cpu.report("floor " + name);
-        if (c.opt.plot_dir.empty()) {
-            floor.acqs.clear();
-            floor.acqs.shrink_to_fit();
+            // A floor's samples are not kept while the next one runs; the session-layer floor's
+            // are kept only for --plot.
+            raw_floor.acqs.clear();
+            raw_floor.acqs.shrink_to_fit();
+        };
+        const auto run_floor = [&]() -> asio::awaitable<void> {
+            std::fprintf(stderr, "zklock_bench: run %d: floor for %s\n", c.run, name.c_str());
+            const cpu_meter floor_cpu{c};
+            if (name == "U") floor = co_await scenario_u(c, true);
+            else if (name == "C64") floor = co_await scenario_c64(c, true);
+            else floor = co_await scenario_w(c, name, true);
+            floor.figs.add("client_cpu_s", floor_cpu.client_s());
+            floor_cpu.report("floor " + name);
+            if (c.opt.plot_dir.empty()) {
+                floor.acqs.clear();
+                floor.acqs.shrink_to_fit();
+            }
+        };
+        if (raw_first) {
+            co_await run_raw_floor();
+            co_await run_floor();
+        } else {
+            co_await run_floor();
+            co_await run_raw_floor();
         }
         scenario_result pingpong, chain;
         if (name == "C64") {
@@ -245,6 +257,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             bound = std::prev(c.floors.end());
         }
         json::object o = lock_object(c, lock, &floor, &raw_floor);
+        o["floors_order"] = raw_first ? "raw_first" : "session_layer_first";
         if (name[0] == 'W') o["write_chain"] = write_chain_object(lock, raw_floor, chain);
         if (bounded) o["server_write_bound"] = write_bound_object(lock, bound->second);
         emit(c, o);
