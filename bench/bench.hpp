@@ -184,6 +184,10 @@ struct cpu_meter {
     std::int64_t t0 = now_ns();
     /// This process's CPU seconds (user + system) since the meter started.
     double client_s() const;
+    /// The servers' CPU seconds (user + system) since the meter started; 0 without server pids.
+    double server_s() const;
+    /// Adds client_cpu_s to `f`, and server_cpu_s when the bench knows the servers' pids.
+    void add_to(figures& f) const;
     void report(const std::string& what) const;  // (bench/measure.cpp)
 };
 
@@ -357,6 +361,9 @@ std::string version_of(const std::string& srvr);
 
 std::optional<options> parse_options(int argc, char** argv, int& exit_code);
 double watchdog_s(const options& o);
+/// Which side (0: the lock, 1: its raw floor) takes turn j (0 or 1) of window w of the scenarios
+/// measured in turns (M, H, L): ABBA, BAAB, ...
+inline std::size_t turn_side(int w, int j) { return (j == 0) == (w % 2 == 0) ? 0 : 1; }
 /// Whether a scenario's line says what fraction of the server's write bound it uses (C64, W<N>):
 /// the bound is measured once a run, after the first such scenario.
 bool compared_with_write_bound(const std::string& scenario);

@@ -268,6 +268,7 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
     co_await group->join(bound, "write chain: watch");
 
     // The chain, timed: node i's session deletes it when node i-1's deletion event arrives.
+    const cpu_meter cpu{c};
     const std::int64_t t0 = now_ns();
     for (int i = 0; i < n; ++i)
         group->spawn([](auto st, int i, int n) -> asio::awaitable<error_code> {
@@ -283,14 +284,19 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
             co_return ec;
         }(st, i, n));
     co_await group->join(bound, "write chain: chain");
+    const double client_cpu_s = cpu.client_s(), server_cpu_s = cpu.server_s();
     for (auto& s : st->raws) s->close();
     co_await remove_dir(*ss[0], dir);
 
     std::vector<double> h;
     for (std::size_t i = 1; i < un; ++i) h.push_back(static_cast<double>(st->t_event[i] - st->t_delete[i - 1]) / 1e3);
     std::sort(h.begin(), h.end());
-    r.figs.add("drain_s", static_cast<double>(st->t_end - t0) / 1e9);
+    const double drain_s = static_cast<double>(st->t_end - t0) / 1e9;
+    r.figs.add("drain_s", drain_s);
     r.figs.add("handoff_p50_us", zklock_bench::percentile(h, 0.50));
+    r.figs.add("gap_mean_us", n > 1 ? drain_s * 1e6 / (n - 1) : std::nan(""));
+    r.figs.add("client_cpu_s", client_cpu_s);
+    if (!c.server_pids.empty()) r.figs.add("server_cpu_s", server_cpu_s);
     co_return r;
 }
 

@@ -69,18 +69,14 @@ asio::awaitable<error_code> lister(l_side& side, std::size_t i, std::string dir,
 asio::awaitable<void> l_window(bench_ctx& c, l_side& side, const std::string& dir, std::size_t n, double seconds)
 {
     auto ex = co_await asio::this_coro::executor;
-    const auto server0 = server_cpu_seconds(c);
-    const auto cpu0 = cpu_seconds();
-    const std::int64_t t0 = now_ns();
-    const std::int64_t stop = t0 + seconds_ns(seconds);
+    const cpu_meter cpu{c};
+    const std::int64_t stop = cpu.t0 + seconds_ns(seconds);
     auto running = std::make_shared<coroutine_group>(ex);
     for (std::size_t i = 0; i < listers; ++i) running->spawn(lister(side, i, dir, n, stop));
     co_await running->join(std::chrono::seconds(static_cast<int>(seconds) + 120), "L: listings");
-    side.span_s += static_cast<double>(now_ns() - t0) / 1e9;
-    const auto cpu1 = cpu_seconds();
-    const auto server1 = server_cpu_seconds(c);
-    side.cpu_s += (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
-    side.server_cpu_s += (server1.first - server0.first) + (server1.second - server0.second);
+    side.span_s += static_cast<double>(now_ns() - cpu.t0) / 1e9;
+    side.cpu_s += cpu.client_s();
+    side.server_cpu_s += cpu.server_s();
 }
 
 }  // namespace
@@ -121,8 +117,7 @@ asio::awaitable<std::pair<scenario_result, scenario_result>> scenario_l(bench_ct
     const double each = 2 * c.opt.duration / c.opt.windows;
     for (int w = 0; w < c.opt.windows; ++w)
         for (int j = 0; j < 2; ++j) {
-            const std::size_t k = (j == 0) == (w % 2 == 0) ? 0 : 1;  // ABBA...
-            if (sides[0].fails.n == 0 && sides[1].fails.n == 0) co_await l_window(c, sides[k], dir, n, each);
+            if (sides[0].fails.n == 0 && sides[1].fails.n == 0) co_await l_window(c, sides[turn_side(w, j)], dir, n, each);
         }
     stop_sampler(*sampler);
     sampler->progress = nullptr;

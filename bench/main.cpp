@@ -76,7 +76,7 @@ asio::awaitable<void> tls_twin(bench_ctx& c, const std::string& name, scenario_r
     if (name == "U") twin = co_await scenario_u(c, false);
     else if (name == "C64") twin = co_await scenario_c64(c, false);
     else twin = co_await scenario_w(c, name, false);
-    twin.figs.add("client_cpu_s", tls_cpu.client_s());
+    tls_cpu.add_to(twin.figs);
     tls_cpu.report(name + " tls");
     c.over_tls = false;
     report_tls_twin(c, std::move(twin), plain);
@@ -174,7 +174,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
                          c.opt.w_lock_only ? "--w-lock-only" : "beyond W20000");
             const cpu_meter lock_cpu{c};
             scenario_result lock = co_await scenario_w(c, name, false);
-            lock.figs.add("client_cpu_s", lock_cpu.client_s());
+            lock_cpu.add_to(lock.figs);
             lock_cpu.report(name);
             json::object o = lock_object(c, lock, nullptr, nullptr);
             emit(c, o);
@@ -193,7 +193,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
         if (name == "U") lock = co_await scenario_u(c, false);
         else if (name == "C64") lock = co_await scenario_c64(c, false);
         else lock = co_await scenario_w(c, name, false);
-        lock.figs.add("client_cpu_s", lock_cpu.client_s());
+        lock_cpu.add_to(lock.figs);
         lock_cpu.report(name);
         // The floors right after it: the raw floor (libzookeeper_st directly) and the floor
         // through zklock's session layer. The lock first, so that its peak RSS is that of a process
@@ -210,7 +210,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             if (name == "U") raw_floor = co_await scenario_u(c, true, true);
             else if (name == "C64") raw_floor = co_await scenario_c64(c, true, true);
             else raw_floor = co_await scenario_w(c, name, true, true);
-            raw_floor.figs.add("client_cpu_s", raw_cpu.client_s());
+            raw_cpu.add_to(raw_floor.figs);
             raw_cpu.report("raw floor " + name);
             // A floor's samples are not kept while the next one runs; the session-layer floor's
             // are kept only for --plot.
@@ -223,7 +223,7 @@ asio::awaitable<void> run_once(bench_ctx& c)
             if (name == "U") floor = co_await scenario_u(c, true);
             else if (name == "C64") floor = co_await scenario_c64(c, true);
             else floor = co_await scenario_w(c, name, true);
-            floor.figs.add("client_cpu_s", floor_cpu.client_s());
+            floor_cpu.add_to(floor.figs);
             floor_cpu.report("floor " + name);
             if (c.opt.plot_dir.empty()) {
                 floor.acqs.clear();

@@ -314,8 +314,6 @@ scenario_result many_result(const std::string& name, const many_spec& spec, bool
 }
 
 
-/// Which side (0: the lock, 1: its raw floor) takes turn j (0 or 1) of window w: ABBA...
-std::size_t turn_side(int w, int j) { return (j == 0) == (w % 2 == 0) ? 0 : 1; }
 
 
 /// One side of M: what its first round took, and what its measured windows add up to.
@@ -347,15 +345,11 @@ asio::awaitable<bool> m_round(m_side& side, double seconds, double bound_s)
 asio::awaitable<void> m_window(bench_ctx& c, m_side& side, double seconds, double bound_s)
 {
     const auto packets0 = open_packet_window(c.fl_all);
-    const auto server0 = server_cpu_seconds(c);
-    const auto cpu0 = cpu_seconds();
-    const std::int64_t t0 = now_ns();
+    const cpu_meter cpu{c};
     side.ok = co_await m_round(side, seconds, bound_s);
-    side.span_s += static_cast<double>(now_ns() - t0) / 1e9;
-    const auto cpu1 = cpu_seconds();
-    const auto server1 = server_cpu_seconds(c);
-    side.cpu_s += (cpu1.first - cpu0.first) + (cpu1.second - cpu0.second);
-    side.server_cpu_s += (server1.first - server0.first) + (server1.second - server0.second);
+    side.span_s += static_cast<double>(now_ns() - cpu.t0) / 1e9;
+    side.cpu_s += cpu.client_s();
+    side.server_cpu_s += cpu.server_s();
     side.packets += packets_in_window(c.fl_all, packets0);
 }
 

@@ -84,6 +84,20 @@ double cpu_meter::client_s() const
 }
 
 
+double cpu_meter::server_s() const
+{
+    const auto server = server_cpu_seconds(c);
+    return (server.first - server0.first) + (server.second - server0.second);
+}
+
+
+void cpu_meter::add_to(figures& f) const
+{
+    f.add("client_cpu_s", client_s());
+    if (!c.server_pids.empty()) f.add("server_cpu_s", server_s());
+}
+
+
 void cpu_meter::report(const std::string& what) const
 {
     const auto client = cpu_seconds();

@@ -23,7 +23,7 @@ json::value figure_value(const std::string& name, double v)
     if (!std::isfinite(v)) return nullptr;
     if (is_integer_figure(name)) return static_cast<std::int64_t>(std::llround(v));
     if (name == "jain_index") return round_to(v, 6);
-    if (name == "requests_per_acquisition") return round_to(v, 2);
+    if (name == "requests_per_acquisition" || name.ends_with("cpu_s")) return round_to(v, 2);
     if (name.find("_vs_") != std::string::npos || name.ends_with("_of_bound")) return round_to(v, 3);  // ratios
     if (name.ends_with("_ms") || name.ends_with("drain_s") || name.ends_with("_all_s") || name == "first_round_s")
         return round_to(v, 3);
@@ -83,6 +83,10 @@ json::object write_chain_object(const scenario_result& lock, const scenario_resu
     o["drain_s_vs_raw_floor"] = ratio_value(*chain.figs.get("drain_s"), raw_floor.figs.get("drain_s"));
     o["zklock_drain_s_vs_chain"] = ratio_value(*lock.figs.get("drain_s"), chain.figs.get("drain_s"));
     o["zklock_handoff_p50_us_vs_chain"] = ratio_value(*lock.figs.get("handoff_p50_us"), chain.figs.get("handoff_p50_us"));
+    // The lock's steady handoffs (after the first tenth of its grants, when the queueing burst
+    // is over) against the chain's mean gap from one deletion to the next.
+    if (auto gap = lock.figs.get("grant_gap_rest_us"))
+        o["zklock_grant_gap_rest_us_vs_chain"] = ratio_value(*gap, chain.figs.get("gap_mean_us"));
     return o;
 }
 
@@ -211,6 +215,10 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
                     fmt(w.at("drain_s")).c_str(), fmt(w.at("drain_s_vs_raw_floor")).c_str(),
                     fmt(w.at("zklock_drain_s_vs_chain")).c_str(), fmt(w.at("handoff_p50_us")).c_str(),
                     fmt(w.at("zklock_handoff_p50_us_vs_chain")).c_str());
+        if (auto* g = w.if_contains("zklock_grant_gap_rest_us_vs_chain"))
+            std::printf("  write chain: gap_mean_us %s (zklock's grant_gap_rest_us vs it %s), server_cpu_s %s\n",
+                        fmt(w.at("gap_mean_us")).c_str(), fmt(*g).c_str(),
+                        w.contains("server_cpu_s") ? fmt(w.at("server_cpu_s")).c_str() : "-");
     }
     if (auto* wb = o.if_contains("server_write_bound"); wb && wb->is_object()) {
         const auto& w = wb->as_object();

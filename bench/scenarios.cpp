@@ -338,6 +338,7 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     contender_plan plan;
     plan.floor = floor;
     plan.raw = raw;
+    plan.count_requests = true;
     auto run = co_await run_contenders(c, dir_for(c, name, floor, raw), r.sessions, r.contenders, plan, 0, w_bound_s);
     auto& st = run.st;
     auto& sampler = run.sampler;
@@ -373,6 +374,7 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     r.figs.add("threads", sampler->max_threads);
     r.figs.add("peak_rss_mb", peak_rss_mb());
     r.figs.add("completed", static_cast<double>(by_grant.size()));
+    r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
     r.acqs = std::move(by_grant);
     co_return r;
 }
