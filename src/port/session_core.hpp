@@ -84,10 +84,10 @@ public:
     /// they hold, the timers stop; from now on nothing is posted and a wait_connected is let go.
     void shut_down(graveyard& g);
     bool is_shut_down() const noexcept { return shut_; }
-    /// Stops the timers (the port closes, or is destroyed).
-    void stop_timers() noexcept;
 
 private:
+    /// Stops the presumption's and the probe's timers.
+    void stop_timers() noexcept;
     void notify_observers();
     void arm_presume(clock::time_point at);
     void on_engagement(bool engaged);
