@@ -284,7 +284,7 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
             co_return ec;
         }(st, i, n));
     co_await group->join(bound, "write chain: chain");
-    const double client_cpu_s = cpu.client_s(), server_cpu_s = cpu.server_s();
+    cpu.add_to(r.figs);
     for (auto& s : st->raws) s->close();
     co_await remove_dir(*ss[0], dir);
 
@@ -295,8 +295,6 @@ asio::awaitable<scenario_result> raw_write_chain(bench_ctx& c, const std::string
     r.figs.add("drain_s", drain_s);
     r.figs.add("handoff_p50_us", zklock_bench::percentile(h, 0.50));
     r.figs.add("gap_mean_us", n > 1 ? drain_s * 1e6 / (n - 1) : std::nan(""));
-    r.figs.add("client_cpu_s", client_cpu_s);
-    if (!c.server_pids.empty()) r.figs.add("server_cpu_s", server_cpu_s);
     co_return r;
 }
 

@@ -314,8 +314,6 @@ scenario_result many_result(const std::string& name, const many_spec& spec, bool
 }
 
 
-
-
 /// One side of M: what its first round took, and what its measured windows add up to.
 struct m_side {
     many_run run;
