@@ -31,6 +31,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -174,6 +175,9 @@ struct bench_ctx {
 // (bench/measure.cpp) The CPU seconds (user, system) of our own servers' JVMs, summed (0 without
 // our own server).
 std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
+/// The CPU seconds (user + system) of those JVMs' garbage collector: their threads named "GC
+/// Thread#N", "G1 ..." (G1's workers, marking and refinement) and "VM Thread" (which runs the pauses).
+double server_gc_cpu_seconds(const bench_ctx& c);
 
 
 /// Where the CPU time of a scenario went (stderr only): this process (client: zklock, the C
@@ -181,12 +185,14 @@ std::pair<double, double> server_cpu_seconds(const bench_ctx& c);
 struct cpu_meter {
     const bench_ctx& c;
     std::pair<double, double> client0 = cpu_seconds(), server0 = server_cpu_seconds(c);
+    double server_gc0 = server_gc_cpu_seconds(c);
     std::int64_t t0 = now_ns();
     /// This process's CPU seconds (user + system) since the meter started.
     double client_s() const;
     /// The servers' CPU seconds (user + system) since the meter started; 0 without server pids.
     double server_s() const;
-    /// Adds client_cpu_s to `f`, and server_cpu_s when the bench knows the servers' pids.
+    /// Adds client_cpu_s to `f`, and server_cpu_s and server_gc_cpu_s when the bench knows the
+    /// servers' pids.
     void add_to(figures& f) const;
     void report(const std::string& what) const;  // (bench/measure.cpp)
 };
@@ -221,6 +227,7 @@ struct run_state {
     std::int64_t stop_ns = 0;          // loops start no new cycle after this
     std::int64_t bound_ns = 0;         // hard bound: acquires give up, the scenario stops waiting
     std::int64_t first_request = -1;
+    std::atomic<std::uint64_t> names_listed{0};  // the floors: names in every listing they got
     int expected = 0, done = 0;
     std::int64_t failures = 0;
     std::string first_error;
@@ -263,6 +270,7 @@ struct sampler_state {
     explicit sampler_state(asio::any_io_executor ex) : timer(std::move(ex)) {}
     asio::steady_timer timer;
     int max_threads = 0;
+    double rss_start_mb = 0;  // the process's RSS when the window opened (what earlier scenarios left)
     bool stopped = false;
     std::function<std::string()> progress;
     std::int64_t started = now_ns(), last_progress = now_ns();
@@ -416,11 +424,12 @@ private:
 std::string raw_node_prefix(const std::string& dir);
 std::int64_t seq_of(std::string_view name);
 std::string_view predecessor(const std::vector<std::string>& children, std::int64_t own);
+/// Adds the names of every listing it gets to `names_listed`.
 asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& dir, const std::string& data,
-                                        std::string& own);
+                                        std::string& own, std::atomic<std::uint64_t>& names_listed);
 /// The same on libzookeeper_st directly (the raw floor).
 asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, const std::string& data,
-                                        std::string& own);
+                                        std::string& own, std::atomic<std::uint64_t>& names_listed);
 using raw_session_list = std::vector<std::shared_ptr<raw_session>>;
 asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n);
 /// One raw-floor contender (the raw queue cycle, once or looping, as contender() with floor).

@@ -41,7 +41,7 @@ std::string_view predecessor(const std::vector<std::string>& children, std::int6
 /// Raw acquire (floor): create + get_children pipelined, then watch-predecessor / re-list until no
 /// smaller node is left. Sets `own` to our node's path.
 asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& dir, const std::string& data,
-                                        std::string& own)
+                                        std::string& own, std::atomic<std::uint64_t>& names_listed)
 {
     const std::string prefix = raw_node_prefix(dir);
     auto r = co_await asio::experimental::make_parallel_group(
@@ -54,6 +54,7 @@ asio::awaitable<error_code> raw_acquire(zklock::session& s, const std::string& d
     if (std::get<4>(r)) co_return std::get<4>(r);
     std::vector<std::string> children = std::move(std::get<5>(r));
     for (;;) {
+        names_listed.fetch_add(children.size(), std::memory_order_relaxed);
         const std::string_view pred = predecessor(children, own_seq);
         if (pred.empty()) co_return error_code{};
         const std::string pred_path = dir + "/" + std::string(pred);
@@ -88,7 +89,7 @@ asio::awaitable<raw_session_list> connect_raw_sessions(const bench_ctx& c, int n
 
 /// raw_acquire on libzookeeper_st directly: the same requests, no zklock object in between.
 asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, const std::string& data,
-                                        std::string& own)
+                                        std::string& own, std::atomic<std::uint64_t>& names_listed)
 {
     const std::string prefix = raw_node_prefix(dir);
     auto r = co_await asio::experimental::make_parallel_group(s.async_create(prefix, data, asio::deferred),
@@ -100,6 +101,7 @@ asio::awaitable<error_code> raw_acquire(raw_session& s, const std::string& dir, 
     if (std::get<3>(r)) co_return std::get<3>(r);
     std::vector<std::string> children = std::move(std::get<4>(r));
     for (;;) {
+        names_listed.fetch_add(children.size(), std::memory_order_relaxed);
         const std::string_view pred = predecessor(children, own_seq);
         if (pred.empty()) co_return error_code{};
         std::string pred_path = dir + "/" + std::string(pred);
@@ -129,7 +131,7 @@ asio::awaitable<void> raw_contender(std::shared_ptr<raw_session> s, std::shared_
         a.t_request = now_ns();
         st->request(a.t_request);
         std::string own;
-        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
+        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own, st->names_listed);
         a.t_acquired = now_ns();
         if (ec) {
             st->fail("raw acquire", ec);

@@ -136,6 +136,7 @@ std::shared_ptr<sampler_state> start_sampler(asio::any_io_executor ex, std::func
 {
     reset_peak_rss();
     auto s = std::make_shared<sampler_state>(ex);
+    s->rss_start_mb = peak_rss_mb();  // VmHWM was just reset to the current RSS
     s->progress = std::move(progress);
     s->max_threads = os_threads();
     asio::co_spawn(ex, sample_loop(s), asio::detached);
@@ -168,7 +169,7 @@ asio::awaitable<void> floor_contender(std::shared_ptr<zklock::session> s, std::s
         a.t_request = now_ns();
         st->request(a.t_request);
         std::string own;
-        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own);
+        const error_code ec = co_await raw_acquire(*s, st->dir, st->data, own, st->names_listed);
         a.t_acquired = now_ns();
         if (ec) {
             st->fail("raw acquire", ec);

@@ -258,7 +258,21 @@ asio::awaitable<void> run_once(bench_ctx& c)
         }
         json::object o = lock_object(c, lock, &floor, &raw_floor);
         o["floors_order"] = raw_first ? "raw_first" : "session_layer_first";
-        if (name[0] == 'W') o["write_chain"] = write_chain_object(lock, raw_floor, chain);
+        if (name[0] == 'W') {
+            o["write_chain"] = write_chain_object(lock, raw_floor, chain);
+            // Where the floors' costs differ (the session-layer floor's and the raw one's): the
+            // names their listings carried, and the servers' collector.
+            const auto floor_figures = [](const scenario_result& f) {
+                const auto get = [&](const char* n, int digits) -> json::value {
+                    const auto v = f.figs.get(n);
+                    return v ? json::value(round_to(*v, digits)) : json::value(nullptr);
+                };
+                return json::object{{"names_listed_per_acquisition", get("names_listed_per_acquisition", 1)},
+                                    {"server_cpu_s", get("server_cpu_s", 2)},
+                                    {"server_gc_cpu_s", get("server_gc_cpu_s", 2)}};
+            };
+            o["floors"] = {{"session_layer", floor_figures(floor)}, {"raw", floor_figures(raw_floor)}};
+        }
         if (bounded) o["server_write_bound"] = write_bound_object(lock, bound->second);
         emit(c, o);
         print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);

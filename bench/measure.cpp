@@ -65,6 +65,25 @@ std::pair<double, double> cpu_seconds(const std::string& pid)
 }
 
 
+double server_gc_cpu_seconds(const bench_ctx& c)
+{
+    double sum = 0;
+    for (const auto& pid : c.server_pids) {
+        std::error_code ec;
+        for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task", ec)) {
+            std::ifstream comm(task.path() / "comm");
+            std::string name;
+            std::getline(comm, name);
+            if (name.starts_with("GC Thread") || name.starts_with("G1 ") || name == "VM Thread") {
+                const auto t = cpu_seconds(pid + "/task/" + task.path().filename().string());
+                sum += t.first + t.second;
+            }
+        }
+    }
+    return sum;
+}
+
+
 std::pair<double, double> server_cpu_seconds(const bench_ctx& c)
 {
     std::pair<double, double> sum{0.0, 0.0};
@@ -94,7 +113,9 @@ double cpu_meter::server_s() const
 void cpu_meter::add_to(figures& f) const
 {
     f.add("client_cpu_s", client_s());
-    if (!c.server_pids.empty()) f.add("server_cpu_s", server_s());
+    if (c.server_pids.empty()) return;
+    f.add("server_cpu_s", server_s());
+    f.add("server_gc_cpu_s", server_gc_cpu_seconds(c) - server_gc0);
 }
 
 
@@ -105,9 +126,9 @@ void cpu_meter::report(const std::string& what) const
     const double wall = static_cast<double>(now_ns() - t0) / 1e9;
     char server_part[64] = "server n/a";
     if (!c.server_pids.empty())
-        std::snprintf(server_part, sizeof server_part, "server%s user %6.2f sys %6.2f",
+        std::snprintf(server_part, sizeof server_part, "server%s user %6.2f sys %6.2f (gc %.2f)",
                       c.server_pids.size() > 1 ? "s" : "", server.first - server0.first,
-                      server.second - server0.second);
+                      server.second - server0.second, server_gc_cpu_seconds(c) - server_gc0);
     std::fprintf(stderr, "zklock_bench: cpu %-14s wall %6.2f s | client user %6.2f sys %6.2f | %s\n", what.c_str(), wall,
                  client.first - client0.first, client.second - client0.second, server_part);
 }

@@ -373,8 +373,12 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
     r.figs.add("threads", sampler->max_threads);
     r.figs.add("peak_rss_mb", peak_rss_mb());
+    r.figs.add("rss_start_mb", sampler->rss_start_mb);
     r.figs.add("completed", static_cast<double>(by_grant.size()));
     r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
+    if (floor)
+        r.figs.add("names_listed_per_acquisition",
+                   by_grant.empty() ? std::nan("") : static_cast<double>(st->names_listed.load()) / static_cast<double>(by_grant.size()));
     r.acqs = std::move(by_grant);
     co_return r;
 }
