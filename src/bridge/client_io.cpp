@@ -78,14 +78,14 @@ client_channel* channel_of(int fd) noexcept
 }
 
 namespace {
-// One read takes up to read_chunk (some 300 replies of an uncontended acquire) into the thread's
+// One read takes up to read_chunk (some 150 replies of an uncontended acquire) into the thread's
 // scratch buffer, and the channel keeps a copy of what it read until the C client has taken it: a
 // session holds only what arrived, and a buffer grown past keep_input is let go once the C client
 // has taken all of it (many sessions that read at once hold no read's worth each afterwards). A
 // reply longer than what the buffer holds of it (a long listing) is read on from the socket
 // straight into the C client's own buffer. A turn's requests go out once they
 // reach flush_at, and an output buffer grown past keep_output is let go once empty.
-constexpr std::size_t read_chunk = 32 * 1024;
+constexpr std::size_t read_chunk = 16 * 1024;
 constexpr std::size_t keep_input = 4 * 1024;
 constexpr std::size_t flush_at = 256 * 1024;
 constexpr std::size_t keep_output = 64 * 1024;

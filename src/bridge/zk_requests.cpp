@@ -194,8 +194,9 @@ void on_data(int rc, const char* value, int len, const struct Stat* st, const vo
     auto* r = from<data_req>(data);
     r->ec = reply_error(rc);
     if (rc == ZOK) {
-        if (value && len > 0) r->data.assign(value, static_cast<std::size_t>(len));
-        if (st) r->st = to_stat(*st);
+        r->reply = std::make_unique<data_req::reply_type>();
+        if (value && len > 0) r->reply->data.assign(value, static_cast<std::size_t>(len));
+        if (st) r->reply->st = to_stat(*st);
     }
     deliver(r);
 }
@@ -277,7 +278,8 @@ void exists_req::complete()
 void data_req::complete()
 {
     if (w && !ec) s->register_watch(watch_kind::data, path, w);
-    cb(ec, std::move(data), st);
+    if (!reply) return cb(ec, std::string(), zklock::stat{});
+    cb(ec, std::move(reply->data), reply->st);
 }
 
 void children_req::complete()

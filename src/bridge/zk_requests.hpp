@@ -79,8 +79,13 @@ struct data_req final : request_base {
     data_cb cb;
     std::shared_ptr<watch_state> w;
     std::string path;
-    std::string data;
-    zklock::stat st;
+    /// The node's data and stat, from a successful reply. Apart from the request, so that a
+    /// request still waiting for its reply (one per waiter of a long queue) does not hold room for them.
+    struct reply_type {
+        std::string data;
+        zklock::stat st;
+    };
+    std::unique_ptr<reply_type> reply;
     void complete() override;
     void abandon(graveyard& g) override;
 };
