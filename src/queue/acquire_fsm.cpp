@@ -309,12 +309,24 @@ acquire_fsm::action acquire_fsm::list()
     return a;
 }
 
+acquire_fsm::extras& acquire_fsm::more()
+{
+    if (!extras_) extras_ = std::make_unique<extras>();
+    return *extras_;
+}
+
+const std::string& acquire_fsm::ahead() const noexcept
+{
+    static const std::string none;
+    return extras_ ? extras_->ahead : none;
+}
+
 acquire_fsm::action acquire_fsm::watch()
 {
     state_ = state::watching;
     also_gone_ = false;
     action a{ak::watch, watched_, {}, {}, own_watched_};
-    a.also = also_;
+    if (extras_) a.also = extras_->also;
     return a;
 }
 
@@ -412,14 +424,15 @@ acquire_fsm::action acquire_fsm::find_own(const listing& children)
     for (const auto& n : children.nodes())
         if (n.id == id_ && n.kind == policy_.kind()) ours.push_back(&n);
     std::sort(ours.begin(), ours.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
-    candidates_.clear();
-    for (auto* n : ours) candidates_.push_back(join_path(*dir_, children.name(*n)));
+    auto& candidates = more().candidates;
+    candidates.clear();
+    for (auto* n : ours) candidates.push_back(join_path(*dir_, children.name(*n)));
     return stat_candidate();
 }
 
 acquire_fsm::action acquire_fsm::stat_candidate()
 {
-    if (candidates_.empty()) {
+    if (!extras_ || extras_->candidates.empty()) {
         // The create was never applied: the connection went before the server took it.
         own_unknown_ = false;
         if (abort_) return finish(abort_);
@@ -428,8 +441,8 @@ acquire_fsm::action acquire_fsm::stat_candidate()
         a.retry = true;
         return a;
     }
-    own_ = std::move(candidates_.front());
-    candidates_.erase(candidates_.begin());
+    own_ = std::move(extras_->candidates.front());
+    extras_->candidates.erase(extras_->candidates.begin());
     state_ = state::statting;
     return {ak::stat_node, own_, {}, {}};
 }
@@ -476,12 +489,12 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         if (r.watch_is_head) {
             // Nothing older than it exists, and nothing can appear: its deletion grants us.
             watched_clear_ = own_watched_ = true;
-            ahead_.clear();
+            clear_ahead();
         } else if (r.size <= max_queue_for_lookahead) {
-            ahead_ = join_path(*dir_, r.ahead);  // someone before it left: watch the new one ahead
+            more().ahead = join_path(*dir_, r.ahead);  // someone before it left: watch the new one ahead
             ahead_kind_ = r.ahead_kind;
         } else {
-            ahead_.clear();
+            clear_ahead();
         }
         a = wait_event();
     } else {
@@ -489,8 +502,8 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         if (next != watched_) listed_version_ = 0;
         watched_ = std::move(next);
         behind_ = r.behind;
-        also_.clear();
-        for (auto n : r.also) also_.push_back(join_path(*dir_, n));
+        if (extras_) extras_->also.clear();
+        for (auto n : r.also) more().also.push_back(join_path(*dir_, n));
         // Head of our listing: nothing older can ever appear, so its deletion grants us the lock
         // (where the rule allows it: see grant_rule::head_handoff).
         watched_clear_ = r.watch_is_head && rule.head_handoff;
@@ -504,10 +517,10 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         // so that arming (when the node ahead leaves, in the middle of a handoff) is one request,
         // not two; in a longer one arming sets it.
         own_watched_ = watched_clear_;
-        ahead_.clear();
+        clear_ahead();
         if (!watched_clear_ && !r.ahead.empty() && rule.lookahead &&
             r.size <= max_queue_for_lookahead) {
-            ahead_ = join_path(*dir_, r.ahead);
+            more().ahead = join_path(*dir_, r.ahead);
             ahead_kind_ = r.ahead_kind;
             own_watched_ = r.size <= max_queue_for_early_own_watch;
         }
@@ -550,7 +563,7 @@ acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool
     if (!ec) {
         czxid_ = czxid;
         own_unknown_ = false;
-        candidates_.clear();
+        if (extras_) extras_->candidates.clear();
         return abort_ ? remove() : list();
     }
     if (auto a = retry_or_lost(ec, state::statting)) return *a;
@@ -563,7 +576,7 @@ acquire_fsm::action acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool
     // Another error (no_auth on a re-ACLed node...): we cannot tell which candidate is ours. The
     // driver deletes each one our session owns (exists(): ephemeralOwner), so none is left behind.
     action a = finish(abort_ ? abort_ : ec);
-    a.duplicates = std::move(candidates_);
+    if (extras_) a.duplicates = std::move(extras_->candidates);
     a.duplicates.push_back(std::move(own_));
     own_.clear();
     own_unknown_ = false;
@@ -574,7 +587,7 @@ acquire_fsm::action acquire_fsm::wait_event()
 {
     state_ = state::waiting;
     action a{ak::wait_event, {}, {}, {}};
-    a.ahead = ahead_;
+    a.ahead = ahead();
     return a;
 }
 
@@ -645,7 +658,7 @@ bool acquire_fsm::release_writes_mark(std::size_t queue_hint) noexcept
 
 acquire_fsm::action acquire_fsm::on_ahead_fired(std::size_t queue_hint)
 {
-    if (state_ != state::waiting || abort_ || watched_clear_ || ahead_.empty()) return {};
+    if (state_ != state::waiting || abort_ || watched_clear_ || ahead().empty()) return {};
     // The node before the one we wait on is gone: find out, while our predecessor (maybe) holds,
     // whether it is now the head. Our own node gets its watch first (the driver sends it ahead of
     // the read), so that an armed wait hears of our node's deletion before that of the node we
@@ -664,7 +677,7 @@ acquire_fsm::action acquire_fsm::on_also_fired()
         also_gone_ = true;  // on_watch_set lists
         return {};
     }
-    if (state_ != state::waiting || also_.empty()) return {};
+    if (state_ != state::waiting || !extras_ || extras_->also.empty()) return {};
     if (abort_) return remove();
     return list();
 }
@@ -695,12 +708,12 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
         if (!ec && mzxid == pzxid) {
             // As in the waiter's rule (docs/handoff.md): the data was written by the release of the
             // node it names, as the head, in the transaction of the path's last child change.
-            if (!watch_spent_ && data == handoff_mark(base_name(ahead_))) {
+            if (!watch_spent_ && data == handoff_mark(base_name(ahead()))) {
                 // The node before ours-to-wait-on left as the head, and the latter was still there
                 // when this read was served (its deletion would be a later child change; and its
                 // event would have come first): it is the head now.
                 watched_clear_ = true;
-                ahead_.clear();
+                clear_ahead();
                 return wait_event();
             }
             if (watch_gone_ && own_confirmed_ && data == handoff_mark(base_name(watched_))) {
@@ -712,7 +725,7 @@ acquire_fsm::action acquire_fsm::on_mark_read(error_code ec, const std::string& 
         if (watch_spent_) return list();
         // Nothing learned (a child change came between, or the node ahead left without a mark):
         // wait as without the look-ahead; the deletion of the node we wait on decides.
-        ahead_.clear();
+        clear_ahead();
         return wait_event();
     }
     if (state_ != state::reading_mark) return {};

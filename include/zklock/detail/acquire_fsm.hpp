@@ -278,7 +278,7 @@ public:
     bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
     /// Look-ahead: the node before the one we wait on, while it is watched (else empty).
-    const std::string& ahead_node() const noexcept { return ahead_; }
+    const std::string& ahead_node() const noexcept { return ahead(); }
     std::int64_t fencing_token() const noexcept { return czxid_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
     bool fast_handoff() const noexcept { return fast_; }
@@ -370,9 +370,20 @@ private:
     std::shared_ptr<const std::string> dir_;  // the lock object's path, shared by its acquires
     std::string own_;
     std::string watched_;          // the node we wait on
-    std::string ahead_;            // look-ahead: the node before watched_ (empty: none)
-    std::vector<std::string> also_;  // a semaphore's first waiter: the other holders it watches
-    std::vector<std::string> candidates_;  // after a lost create reply: nodes with our id, oldest first
+    // What only some acquires need, made when first needed: a waiter of a long queue (no
+    // look-ahead) holds a pointer instead.
+    struct extras {
+        std::string ahead;                    // look-ahead: the node before watched_ (empty: none)
+        std::vector<std::string> also;        // a semaphore's first waiter: the other holders it watches
+        std::vector<std::string> candidates;  // after a lost create reply: nodes with our id, oldest first
+    };
+    std::unique_ptr<extras> extras_;
+    extras& more();
+    const std::string& ahead() const noexcept;
+    void clear_ahead() noexcept
+    {
+        if (extras_) extras_->ahead.clear();
+    }
     error_code abort_;
     std::uint64_t id_;  // our node's name prefix is node_prefix(*policy_.what, id_, policy_.marker): built per create, not kept
     std::int64_t czxid_ = 0;
@@ -400,7 +411,7 @@ private:
     bool by_listing_ = false;        // granted by a listing (not by a handoff)
     bool listed_successor_ = false;  // that listing showed a node after ours
     bool behind_ = false;            // a semaphore waiter behind the first waiter (watched_ waits too)
-    bool also_gone_ = false;         // a node of also_ went while the watch on watched_ was being set
+    bool also_gone_ = false;         // a node of extras_->also went while the watch on watched_ was being set
 };
 
 }  // namespace zklock::detail
