@@ -186,7 +186,7 @@ void world::check_idle_permits()
     std::sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) { return seq(x) < seq(y); });
     const auto now = clock_.now();
     std::map<std::string, time_point> still;
-    bool behind_unhealthy = false;  // a node before this one is an unhealthy client's
+    bool behind_unhealthy = false;  // a node before this one is an unhealthy or busy client's
     for (std::size_t i = 0; i < names.size() && i < permits; ++i) {
         const auto node = dir + "/" + names[i];
         const auto st = model_.stat_of(node);
@@ -208,12 +208,18 @@ void world::check_idle_permits()
         }
         // A client with a request on the semaphore's path in flight, or a watch event of a node
         // there on its way, is not idle: the scheduler may let time run before either arrives (two
-        // of the session's 500 ms timers), and it may be what grants.
+        // of the session's 500 ms timers), and it may be what grants. Nor is a node behind such a
+        // client's node: that request may be the grant's write into its node, which the node
+        // behind waits to hear of.
         const auto& outbox = model_.outbox(st->ephemeral_owner);
         const bool event_on_way = std::any_of(outbox.begin(), outbox.end(), [&](const message& m) {
             return m.is_event && m.e.path.starts_with(dir + "/");
         });
-        if (held || !waiting || behind_unhealthy || owner->port->in_flight_under(dir) || event_on_way) continue;
+        const bool busy = owner->port->in_flight_under(dir) || event_on_way;
+        if (held || !waiting || behind_unhealthy || busy) {
+            behind_unhealthy = behind_unhealthy || busy;
+            continue;
+        }
         auto it = idle_permit_since_.find(node);
         const auto since = it == idle_permit_since_.end() ? now : it->second;
         if (now - since > duration(cfg_.session_timeout) / 3)
