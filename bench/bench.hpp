@@ -558,5 +558,8 @@ void print_lock_table(const json::object& o, const scenario_result& r, const sce
 void print_floor_table(const bench_ctx& c);
 void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_result* floor);
 void print_medians(bench_ctx& c);
+/// --plot: the plots of the whole run, from every run's lines (medians): the server's write bound
+/// against C64's and W's writes, L<N> against the raw client, and --threads' scaling.
+void write_summary_plots(const bench_ctx& c);
 
 }  // namespace zklock_bench

@@ -490,6 +490,7 @@ int main(int argc, char** argv)
         ++c.errors;
     }
     if (c.opt.repeat > 1) print_medians(c);
+    write_summary_plots(c);
     if (c.errors) std::fprintf(stderr, "zklock_bench: %d error(s), see above\n", c.errors);
     return c.errors ? 1 : 0;
 }

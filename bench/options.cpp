@@ -26,7 +26,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
         ("waiters", po::value(&o.waiters), "N of the W scenario (replaces W1000/W10000 by one W<N>)")
         ("repeat", po::value(&o.repeat)->default_value(1), "run everything this many times, then print medians")
         ("json", po::value(&o.json_file), "append the JSON lines to this file")
-        ("plot", po::value(&o.plot_dir), "write SVG plots (wait distribution, grant vs queue order) into this directory")
+        ("plot", po::value(&o.plot_dir), "write SVG plots into this directory: per C64/W run its wait distribution and grant order; at the end the write bound, L<N> and --threads scaling")
         ("hold-us", po::value(&o.hold_us)->default_value(0),
          "microseconds each holder holds the lock (a timer) in C64, RW64, S64 and their floor; 0: no timer")
         ("permits", po::value(&o.permits)->default_value(4), "permits of S64's semaphore")
@@ -103,7 +103,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
                     }))
                     o.thread_layouts.push_back({k, per_thread});
         }
-        if (o.tls || !o.plot_dir.empty()) return fail("--threads does not go with --tls or --plot");
+        if (o.tls) return fail("--threads does not go with --tls");
     } else if (vm.count("contexts") && !vm["contexts"].defaulted()) {
         return fail("--contexts goes with --threads");
     }

@@ -271,6 +271,138 @@ void write_plots(const bench_ctx& c, const scenario_result& r, const scenario_re
 }
 
 
+namespace {
+
+/// The median over the runs of a number in their lines (`key`, or `sub` in the object at `key`).
+std::optional<double> median_at(const std::vector<json::object>& runs, std::string_view key, std::string_view sub = {})
+{
+    std::vector<double> xs;
+    for (const auto& o : runs) {
+        const json::value* v = o.if_contains(key);
+        if (v && !sub.empty()) v = v->is_object() ? v->as_object().if_contains(sub) : nullptr;
+        if (v && v->is_number()) xs.push_back(v->to_number<double>());
+    }
+    if (xs.empty()) return std::nullopt;
+    return zklock_bench::median(std::move(xs));
+}
+
+std::string two_digits(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+    return buf;
+}
+
+const char* const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"};
+
+}  // namespace
+
+
+void write_summary_plots(const bench_ctx& c)
+{
+    if (c.opt.plot_dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(c.opt.plot_dir, ec);
+    const std::string of_runs = c.opt.repeat > 1 ? " (median of " + std::to_string(c.opt.repeat) + " runs)" : "";
+    const auto lines_of = [&](const std::string& key) -> const std::vector<json::object>* {
+        auto it = c.lines.find(key);
+        return it == c.lines.end() || it->second.empty() ? nullptr : &it->second;
+    };
+    std::vector<std::string> written;
+    bool ok = true;
+    const auto nan = std::nan("");
+
+    // The server's write bound against the lock scenarios' writes (two per acquisition).
+    {
+        std::vector<std::string> cats;
+        zklock_bench::svg::bar_series bound{"the server's write bound (a pipelined writer)", {}, palette[1], {}};
+        zklock_bench::svg::bar_series lock{"the lock: two writes per acquisition", {}, palette[0], {}};
+        for (const auto& name : c.opt.scenarios) {
+            const auto* runs = lines_of(name);
+            if (!runs) continue;
+            const auto b = median_at(*runs, "server_write_bound", "writes_per_s");
+            const auto l = median_at(*runs, "server_write_bound", "lock_writes_per_s");
+            if (!b || !l) continue;
+            cats.push_back(name);
+            bound.values.push_back(*b);
+            bound.notes.push_back(zklock_bench::svg::detail::label(*b));
+            lock.values.push_back(*l);
+            const auto f = median_at(*runs, "server_write_bound", "lock_fraction_of_bound");
+            lock.notes.push_back(f ? two_digits(*f) + " of it" : zklock_bench::svg::detail::label(*l));
+        }
+        if (!cats.empty()) {
+            const std::string path = c.opt.plot_dir + "/write-bound.svg";
+            ok = zklock_bench::svg::bars(path, "Writes/s: the lock against the server's write bound" + of_runs, "scenario",
+                                         "writes per second", cats, {bound, lock}) && ok;
+            written.push_back(path);
+        }
+    }
+
+    // L<N>: zklock's listing against the raw client's, as ratios (1: the raw client's cost).
+    {
+        const std::pair<const char*, const char*> figures[] = {
+            {"listing_p50_us", "time per listing (p50)"},
+            {"client_cpu_us_per_listing", "client CPU per listing"},
+            {"listings_per_s", "listings/s"},
+        };
+        std::vector<std::string> cats;
+        for (const auto& f : figures) cats.emplace_back(f.second);
+        std::vector<zklock_bench::svg::bar_series> series;
+        for (const auto& name : c.opt.scenarios) {
+            const auto* runs = lines_of(name);
+            if (!runs || !is_listing(name)) continue;
+            zklock_bench::svg::bar_series s{name, {}, palette[series.size() % std::size(palette)], {}};
+            for (const auto& f : figures)
+                s.values.push_back(median_at(*runs, std::string(f.first) + "_vs_raw_floor").value_or(nan));
+            series.push_back(std::move(s));
+        }
+        if (!series.empty()) {
+            const std::string path = c.opt.plot_dir + "/listings.svg";
+            ok = zklock_bench::svg::bars(path, "L<N>: zklock ÷ the raw client (dashed: 1)" + of_runs, "figure",
+                                         "ratio to the raw client", cats, series, 1.0) && ok;
+            written.push_back(path);
+        }
+    }
+
+    // --threads: acquisitions/s by thread count, one io_context against one per thread.
+    for (const auto& name : c.opt.scenarios) {
+        std::vector<int> counts;
+        for (const auto& l : c.opt.thread_layouts)
+            if (std::find(counts.begin(), counts.end(), l.threads) == counts.end()) counts.push_back(l.threads);
+        std::sort(counts.begin(), counts.end());
+        std::vector<std::string> cats;
+        for (int n : counts) cats.push_back(std::to_string(n) + (n == 1 ? " thread" : " threads"));
+        std::vector<zklock_bench::svg::bar_series> series;
+        for (const bool per_thread : {false, true}) {
+            zklock_bench::svg::bar_series s{per_thread ? "an io_context per thread" : "one io_context",
+                                            std::vector<double>(counts.size(), nan), palette[per_thread ? 2 : 0],
+                                            std::vector<std::string>(counts.size())};
+            bool any = false;
+            for (const auto& l : c.opt.thread_layouts) {
+                if (l.per_thread != per_thread) continue;
+                const auto* runs = lines_of(threads_key(name, l));
+                const auto rate = runs ? median_at(*runs, "acquisitions_per_s") : std::nullopt;
+                if (!rate) continue;
+                const auto i = static_cast<std::size_t>(std::find(counts.begin(), counts.end(), l.threads) - counts.begin());
+                s.values[i] = *rate;
+                const auto vs = median_at(*runs, "acquisitions_vs_one_thread");
+                s.notes[i] = zklock_bench::svg::detail::label(*rate) + (vs ? " (" + two_digits(*vs) + "×)" : "");
+                any = true;
+            }
+            if (any) series.push_back(std::move(s));
+        }
+        if (series.empty()) continue;
+        const std::string path = c.opt.plot_dir + "/threads-" + name + ".svg";
+        ok = zklock_bench::svg::bars(path, name + ": acquisitions/s by worker threads (× one thread's)" + of_runs,
+                                     "threads running the sessions", "acquisitions per second", cats, series) && ok;
+        written.push_back(path);
+    }
+
+    if (!ok) std::fprintf(stderr, "zklock_bench: cannot write plots under %s\n", c.opt.plot_dir.c_str());
+    for (const auto& p : written) std::fprintf(stderr, "zklock_bench: plot %s\n", p.c_str());
+}
+
+
 /// Medians over the runs of every figure (and of every per-run ratio) of each scenario.
 void print_medians(bench_ctx& c)
 {

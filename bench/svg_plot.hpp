@@ -1,6 +1,7 @@
-// bench/svg_plot.hpp — two small, dependency-free SVG plots for the benchmark's --plot option:
-// a wait-time distribution (log-spaced histogram, lock against floor) and grant order against
-// queue order (a fair lock draws the diagonal). Plain SVG 1.1, readable in any browser.
+// bench/svg_plot.hpp — small, dependency-free SVG plots for the benchmark's --plot option: a
+// wait-time distribution (log-spaced histogram, lock against floor), grant order against queue
+// order (a fair lock draws the diagonal), and grouped bars (the summary plots of a whole run).
+// Plain SVG 1.1, readable in any browser.
 #pragma once
 
 #include "stats.hpp"
@@ -18,6 +19,14 @@ struct series {
     std::string name;
     std::vector<double> values;  ///< samples, any order
     std::string color;
+};
+
+/// A series of bars(): one value per category.
+struct bar_series {
+    std::string name;
+    std::vector<double> values;      ///< one per category; NaN: no bar there
+    std::string color;
+    std::vector<std::string> notes;  ///< empty, or one per category: a label over the bar
 };
 
 namespace detail {
@@ -66,6 +75,14 @@ inline std::string header(const std::string& title, const std::string& xlabel, c
     s += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(plot_w) + "\" height=\"" + num(plot_h) +
          "\" fill=\"none\" stroke=\"#444\"/>\n";
     return s;
+}
+
+/// The value in a data- attribute: enough digits to read back what was plotted.
+inline std::string exact(double v)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
 }
 
 inline std::string xtick(double x, const std::string& text)
@@ -195,6 +212,60 @@ inline bool grant_order(const std::string& path, const std::string& title, std::
     }
     body += "<text x=\"" + num(left + 8) + "\" y=\"" + num(top + 16) + "\">" + std::to_string(n) +
             " grants, " + std::to_string(inversions) + " out of queue order</text>\n";
+    return write(path, body);
+}
+
+/// Grouped bars from zero: a group per category, a bar per series in it (a NaN value draws
+/// none). Each bar is a `<rect class="bar">` whose data-series, data-category and data-value
+/// attributes say what it shows. `reference` > 0 draws a dashed line at that value (a ratio's 1).
+inline bool bars(const std::string& path, const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                 const std::vector<std::string>& categories, const std::vector<bar_series>& all, double reference = 0)
+{
+    using namespace detail;
+    std::string body = header(title, xlabel, ylabel);
+    double ymax = reference;
+    for (const auto& s : all)
+        for (double v : s.values)
+            if (std::isfinite(v)) ymax = std::max(ymax, v);
+    if (categories.empty() || all.empty() || !(ymax > 0)) return write(path, body);
+    ymax *= 1.3;  // room for the notes and the legend above the tallest bar
+    auto ypos = [&](double v) { return top + plot_h - v / ymax * plot_h; };
+    // Ticks at a round step (1, 2, 2.5 or 5 times a power of ten), four to eight of them.
+    const double raw_step = ymax / 5, magnitude = std::pow(10, std::floor(std::log10(raw_step)));
+    double step = 10 * magnitude;
+    for (double m : {1.0, 2.0, 2.5, 5.0})
+        if (m * magnitude >= raw_step) {
+            step = m * magnitude;
+            break;
+        }
+    for (double t = 0; t <= ymax; t += step) body += ytick(ypos(t), label(t));
+    const double group_w = plot_w / static_cast<double>(categories.size());
+    const double bar_w = group_w * 0.8 / static_cast<double>(all.size());
+    for (std::size_t c = 0; c < categories.size(); ++c) {
+        const double x0 = left + group_w * static_cast<double>(c) + group_w * 0.1;
+        body += xtick(x0 + group_w * 0.4, escape(categories[c]));
+        for (std::size_t k = 0; k < all.size(); ++k) {
+            const double v = c < all[k].values.size() ? all[k].values[c] : std::nan("");
+            if (!std::isfinite(v)) continue;
+            const double x = x0 + bar_w * static_cast<double>(k);
+            body += "<rect class=\"bar\" data-series=\"" + escape(all[k].name) + "\" data-category=\"" +
+                    escape(categories[c]) + "\" data-value=\"" + exact(v) + "\" x=\"" + num(x) + "\" y=\"" + num(ypos(v)) +
+                    "\" width=\"" + num(bar_w * 0.92) + "\" height=\"" + num(ypos(0) - ypos(v)) + "\" fill=\"" +
+                    all[k].color + "\"/>\n";
+            const std::string note = c < all[k].notes.size() ? all[k].notes[c] : label(v);
+            body += "<text x=\"" + num(x + bar_w * 0.46) + "\" y=\"" + num(ypos(v) - 4) +
+                    "\" text-anchor=\"middle\" font-size=\"10\">" + escape(note) + "</text>\n";
+        }
+    }
+    if (reference > 0)
+        body += "<line x1=\"" + num(left) + "\" y1=\"" + num(ypos(reference)) + "\" x2=\"" + num(left + plot_w) +
+                "\" y2=\"" + num(ypos(reference)) + "\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n";
+    for (std::size_t k = 0; k < all.size(); ++k) {
+        const double y = top + 14 + 16 * static_cast<double>(k);
+        body += "<rect x=\"" + num(left + 8) + "\" y=\"" + num(y - 9) + "\" width=\"10\" height=\"10\" fill=\"" +
+                all[k].color + "\"/><text x=\"" + num(left + 22) + "\" y=\"" + num(y) + "\">" + escape(all[k].name) +
+                "</text>\n";
+    }
     return write(path, body);
 }
 

@@ -123,6 +123,7 @@ asio::awaitable<void> run_threads(bench_ctx& c, const std::string& name)
         json::object o = lock_object(c, r.lock, nullptr, &raw);
         o["io_threads"] = r.layout.threads;
         o["io_contexts"] = r.layout.per_thread ? r.layout.threads : 1;
+        o["io_context_per_thread"] = r.layout.per_thread;  // tells the two one-thread layouts apart
         o["raw_floor_threads"] = 1;
         emit(c, o);
         print_lock_table(o, r.lock, nullptr, nullptr, &raw);

@@ -2,12 +2,14 @@
 # bench.smoke.many: M over one and over two sessions, H and L, each with its raw floor, briefly;
 # then the JSON lines must carry the burst times to the millisecond (H200's rounds take a few
 # hundredths of a second: rounded to tenths they would read 0), H's ratios to its floor, and L's
-# listings of all 2000 names (each listing is checked for them: a short one is a failure).
+# listings of all 2000 names (each listing is checked for them: a short one is a failure);
+# --plot's listings.svg must show L's ratios as the line has them (check_plots.py).
 set -euo pipefail
 bench=$1
 json=$(mktemp)
-trap 'rm -f "$json"' EXIT
-"$bench" --scenario M50,M50x2,H200,L2000 --duration 0.2 --warmup 0 --json "$json"
+plots=$(mktemp -d)
+trap 'rm -rf "$json" "$plots"' EXIT
+"$bench" --scenario M50,M50x2,H200,L2000 --duration 0.2 --warmup 0 --json "$json" --plot "$plots"
 python3 - "$json" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -33,3 +35,5 @@ for r in lines:
 assert seen == {("M50", "zklock"), ("M50x2", "zklock"), ("H200", "zklock"), ("L2000", "zklock")}, seen
 print("bench.smoke.many: burst times present:", sorted(seen))
 PY
+# --plot: the summary plot shows what the lines say.
+python3 "$(dirname "$0")/check_plots.py" listings "$json" "$plots"

@@ -1,12 +1,14 @@
 #!/bin/bash
 # bench.smoke.threads: C64 and M50x2 with their sessions on 1 and 2 worker threads, one io_context
 # and one per thread, briefly; then the JSON lines must hold one line per scenario and layout, each
-# with its throughput, its client CPU per acquisition and its ratio to the one-thread line.
+# with its throughput, its client CPU per acquisition and its ratio to the one-thread line, and
+# --plot's threads-<scenario>.svg must show each line's throughput (check_plots.py).
 set -euo pipefail
 bench=$1
 json=$(mktemp)
-trap 'rm -f "$json"' EXIT
-"$bench" --scenario C64,M50x2 --threads 1,2 --contexts both --duration 0.2 --warmup 0 --windows 1 --json "$json"
+plots=$(mktemp -d)
+trap 'rm -rf "$json" "$plots"' EXIT
+"$bench" --scenario C64,M50x2 --threads 1,2 --contexts both --duration 0.2 --warmup 0 --windows 1 --json "$json" --plot "$plots"
 python3 - "$json" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -28,3 +30,5 @@ want = {(s, n, k) for s in ("C64 threads", "M50x2 threads") for n, k in ((1, 1),
 assert seen == want, seen
 print("bench.smoke.threads: lines for", sorted(seen))
 PY
+# --plot: the summary plot shows what the lines say.
+python3 "$(dirname "$0")/check_plots.py" threads "$json" "$plots"
