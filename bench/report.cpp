@@ -286,13 +286,6 @@ std::optional<double> median_at(const std::vector<json::object>& runs, std::stri
     return zklock_bench::median(std::move(xs));
 }
 
-std::string two_digits(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-    return buf;
-}
-
 const char* const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"};
 
 }  // namespace
@@ -328,7 +321,7 @@ void write_summary_plots(const bench_ctx& c)
             bound.notes.push_back(zklock_bench::svg::detail::label(*b));
             lock.values.push_back(*l);
             const auto f = median_at(*runs, "server_write_bound", "lock_fraction_of_bound");
-            lock.notes.push_back(f ? two_digits(*f) + " of it" : zklock_bench::svg::detail::label(*l));
+            lock.notes.push_back(f ? zklock_bench::svg::detail::num(*f) + " of it" : zklock_bench::svg::detail::label(*l));
         }
         if (!cats.empty()) {
             const std::string path = c.opt.plot_dir + "/write-bound.svg";
@@ -365,13 +358,13 @@ void write_summary_plots(const bench_ctx& c)
     }
 
     // --threads: acquisitions/s by thread count, one io_context against one per thread.
+    std::vector<int> counts;
+    for (const auto& l : c.opt.thread_layouts)
+        if (std::find(counts.begin(), counts.end(), l.threads) == counts.end()) counts.push_back(l.threads);
+    std::sort(counts.begin(), counts.end());
+    std::vector<std::string> thread_cats;
+    for (int n : counts) thread_cats.push_back(std::to_string(n) + (n == 1 ? " thread" : " threads"));
     for (const auto& name : c.opt.scenarios) {
-        std::vector<int> counts;
-        for (const auto& l : c.opt.thread_layouts)
-            if (std::find(counts.begin(), counts.end(), l.threads) == counts.end()) counts.push_back(l.threads);
-        std::sort(counts.begin(), counts.end());
-        std::vector<std::string> cats;
-        for (int n : counts) cats.push_back(std::to_string(n) + (n == 1 ? " thread" : " threads"));
         std::vector<zklock_bench::svg::bar_series> series;
         for (const bool per_thread : {false, true}) {
             zklock_bench::svg::bar_series s{per_thread ? "an io_context per thread" : "one io_context",
@@ -386,7 +379,7 @@ void write_summary_plots(const bench_ctx& c)
                 const auto i = static_cast<std::size_t>(std::find(counts.begin(), counts.end(), l.threads) - counts.begin());
                 s.values[i] = *rate;
                 const auto vs = median_at(*runs, "acquisitions_vs_one_thread");
-                s.notes[i] = zklock_bench::svg::detail::label(*rate) + (vs ? " (" + two_digits(*vs) + "×)" : "");
+                s.notes[i] = zklock_bench::svg::detail::label(*rate) + (vs ? " (" + zklock_bench::svg::detail::num(*vs) + "×)" : "");
                 any = true;
             }
             if (any) series.push_back(std::move(s));
@@ -394,7 +387,7 @@ void write_summary_plots(const bench_ctx& c)
         if (series.empty()) continue;
         const std::string path = c.opt.plot_dir + "/threads-" + name + ".svg";
         ok = zklock_bench::svg::bars(path, name + ": acquisitions/s by worker threads (× one thread's)" + of_runs,
-                                     "threads running the sessions", "acquisitions per second", cats, series) && ok;
+                                     "threads running the sessions", "acquisitions per second", thread_cats, series) && ok;
         written.push_back(path);
     }
 
