@@ -228,8 +228,10 @@ private:
             // Handlers run on the session's executor (one io_context, one thread): metrics() may be
             // called here. The label goes on every sample (a program with several sessions gives each
             // its own, with the vector overload of to_prometheus).
+            //[metrics_page
             auto res = reply(http::status::ok, zklock::to_prometheus(zk_.metrics(), {{"app", opts_.name}}), req.version());
             res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+            //]
             co_return res;
         }
         if (req.target() == "/value") {

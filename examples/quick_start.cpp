@@ -1,4 +1,4 @@
-// The README's quick start: connect, take a lock, use its fencing token, release.
+// The README's quick start (the region quick_start): connect, take a lock, use its fencing token, release.
 // Server list from $ZK_SERVERS (default 127.0.0.1:2181).
 #include <zklock/zklock.hpp>
 
@@ -12,6 +12,7 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
+//[quick_start
 asio::awaitable<void> run()
 {
     const char* servers = std::getenv("ZK_SERVERS");
@@ -27,6 +28,7 @@ asio::awaitable<void> run()
 
     co_await zk.async_close();
 }
+//]
 
 int main()
 {

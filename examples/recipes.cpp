@@ -1,4 +1,5 @@
-// The README's recipe examples: shared_mutex, semaphore, multi_lock and revocation, each checked.
+// docs/guide.md's recipe examples (its regions shared_mutex, semaphore, multi_lock, revocation),
+// each checked.
 // Server list from $ZK_SERVERS (default 127.0.0.1:2181). Exits non-zero if anything is off.
 #include <zklock/zklock.hpp>
 
@@ -28,7 +29,8 @@ asio::awaitable<void> run()
     co_await zk.async_connect();
     const std::string base = "/zklock-examples/" + std::to_string(::getpid());
 
-    // [shared] Readers share; a writer waits for them and then holds alone.
+    // Readers share; a writer waits for them and then holds alone.
+    //[shared_mutex
     zklock::shared_mutex config_lock{zk, base + "/config"};
     auto r1 = co_await config_lock.async_acquire_shared(5s);
     auto r2 = co_await config_lock.async_acquire_shared(5s);  // a second reader gets in at once
@@ -38,39 +40,44 @@ asio::awaitable<void> run()
     co_await r2.async_release();
     auto w = co_await config_lock.async_acquire(5s);
     expect(w.owns_lock(), "the writer holds once the readers are gone");
+    //]
     co_await w.async_release();
-    // [/shared]
 
-    // [semaphore] At most 2 holders of "/.../workers" at a time.
+    // At most 2 holders of "/.../workers" at a time.
+    //[semaphore
     zklock::semaphore workers{zk, base + "/workers", 2};
     auto p1 = co_await workers.async_acquire(5s);
     auto p2 = co_await workers.async_acquire(5s);
     auto [full, p3] = co_await workers.async_acquire(200ms, asio::as_tuple(asio::deferred));
     expect(full == zklock::errc::timeout, "a third permit waits (and times out)");
+    //]
     co_await p1.async_release();
     co_await p2.async_release();
-    // [/semaphore]
 
-    // [multi] Two accounts, all or nothing, one deadline, deadlock-free in any order.
+    // Two accounts, all or nothing, one deadline, deadlock-free in any order.
+    //[multi_lock
     zklock::multi_lock transfer{zk, {zklock::lock_spec::exclusive(base + "/acct-9"),
                                      zklock::lock_spec::exclusive(base + "/acct-1")}};
-    auto both = co_await transfer.async_acquire(5s);
+    auto both = co_await transfer.async_acquire(5s);  // std::vector<zklock::lease>
     expect(both.size() == 2 && both[0].owns_lock() && both[1].owns_lock(), "both accounts locked");
+    //]
     for (auto& l : both) co_await l.async_release();
-    // [/multi]
 
-    // [revoke] Ask a holder to give the lock up; the holder decides when.
+    // Ask a holder to give the lock up; the holder decides when.
     zklock::mutex report{zk, base + "/report"};
     auto holder = co_await report.async_acquire(5s);
+    //[revocation
+    // the holder
     asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
         co_await holder.async_wait_revocation();  // someone asked
         co_await holder.async_release();          // this holder cooperates
     }, asio::detached);
+    // anyone else
     co_await zk.async_set_data(holder.node(), std::string(zklock::revocation_request));
+    //]
     auto next = co_await report.async_acquire(5s);
     expect(next.owns_lock(), "the lock changed hands after a revocation request");
     co_await next.async_release();
-    // [/revoke]
 
     co_await zk.async_close();
 }

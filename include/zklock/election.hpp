@@ -208,9 +208,9 @@ private:
     }
     std::shared_ptr<detail::observer_state> o_;
 };
-
 /// An election bound to a session and a path. Cheap, like a lock object: every campaign is
 /// independent (one object may run several, each its own candidate).
+//[election_class
 class election : private basic_lock {
 public:
     using basic_lock::duration;       ///< the type of a timeout
@@ -227,7 +227,7 @@ public:
           on_queued_(std::move(options.on_queued))
     {
     }
-
+    //]
     /// Campaigns with `value` and completes once it leads, waiting at most `timeout`.
     ///
     /// Completion signature: void(error_code, leadership). Queues our candidate node holding

@@ -12,6 +12,7 @@ namespace zklock::detail {
 
 extern const recipe election_recipe;  // (declared by zklock/election.hpp too, for its users)
 
+//[recipe_constant
 namespace {
 // In the order of election_names.
 constexpr std::string_view markers[] = {"lock-", "latch-", "__lock__"};
@@ -19,5 +20,6 @@ constexpr foreign_name foreign[] = {{"latch-", lock_library::curator}};
 }  // namespace
 
 constinit const recipe election_recipe{"election", node_kind::exclusive, markers, foreign, false};
+//]
 
 }  // namespace zklock::detail
