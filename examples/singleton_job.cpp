@@ -16,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,6 +33,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
 using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
 
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -83,7 +85,10 @@ public:
             rec_.most_leading = std::max(rec_.most_leading, ++rec_.leading);
             ++rec_.handovers;
             std::cout << name_ << " leads (fencing token " << lead.fencing_token() << ")\n";
-            co_await job(lead, std::min(until, std::chrono::steady_clock::now() + 1s));
+            // The job runs until it ends or the leadership is lost, whichever comes first (as_tuple:
+            // the loss completes the wait without an exception, so || cancels the job).
+            const auto job_until = std::min(until, std::chrono::steady_clock::now() + 1s);
+            co_await (job(lead, job_until) || lead.async_wait_lost(tuple));
             --rec_.leading;
             leading_ = false;
             if (++term % 2 == 0) {
@@ -120,12 +125,12 @@ public:
 private:
 
     // The singleton job: bump the counter every 100 ms, each bump a guarded write that the server
-    // applies only while our candidate node exists.
+    // applies only while our candidate node exists. run() cancels it when the leadership is lost.
     awaitable<void> job(zklock::leadership& lead, std::chrono::steady_clock::time_point until)
     {
         const std::string counter = cfg_.path + "-counter";
         asio::steady_timer t{co_await asio::this_coro::executor};
-        while (std::chrono::steady_clock::now() < until && lead.is_leader()) {
+        while (std::chrono::steady_clock::now() < until) {
             auto [ec, data, st] = co_await zk_.async_get_data(counter, tuple);
             if (ec) break;
             const long next = std::atol(data.c_str()) + 1;
