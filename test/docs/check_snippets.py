@@ -26,7 +26,7 @@ import sys
 
 DOCS_GLOBS = ["README.md", "docs"]
 MARKER_RE = re.compile(r"^<!-- snippet: (?P<path>[^#\s]+)#(?P<name>[A-Za-z0-9_.-]+) -->$")
-FENCE_RE = re.compile(r"^```(?P<lang>\S*)\s*$")
+FENCE_RE = re.compile(r"^(?P<indent> *)```(?P<lang>\S*)\s*$")
 OPEN_RE = re.compile(r"^\s*//\[(?P<name>[A-Za-z0-9_.-]+)\s*$")
 CLOSE_RE = re.compile(r"^\s*//\]\s*$")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(?P<file>[^"]+)"')
@@ -130,7 +130,8 @@ def is_tested(rel, tested):
 
 
 def blocks(lines):
-    """Yields (lang, fence line index, first body index, closing fence index, section heading)."""
+    """Yields (lang, indentation, fence line index, first body index, closing fence index, section
+    heading); a fence may be indented (in a list item), its block then is too."""
     i, section = 0, ""
     while i < len(lines):
         if lines[i].startswith("## "):
@@ -138,11 +139,11 @@ def blocks(lines):
         m = FENCE_RE.match(lines[i])
         if m:
             j = i + 1
-            while j < len(lines) and lines[j].rstrip() != "```":
+            while j < len(lines) and lines[j].strip() != "```":
                 j += 1
             if j == len(lines):
                 raise Failure(f"{i + 1}: code fence never closed")
-            yield m["lang"], i, i + 1, j, section
+            yield m["lang"], len(m["indent"]), i, i + 1, j, section
             i = j + 1
             continue
         i += 1
@@ -161,7 +162,7 @@ def check(root, fix):
         except Failure as e:
             errors.append(f"{md}:{e}")
             continue
-        for lang, fence, body, close, section in found:
+        for lang, indent, fence, body, close, section in found:
             where = f"{md}:{fence + 1}"
             marker = MARKER_RE.match(lines[fence - 1].strip()) if fence > 0 else None
             if lang == "sql":
@@ -200,12 +201,12 @@ def check(root, fix):
                 continue
             start, text = region_cache[rel][name]
             want = dedent(text)
-            have = [l.rstrip() for l in lines[body:close]]
+            have = [l.rstrip()[indent:] if l[:indent].strip() == "" else l.rstrip() for l in lines[body:close]]
             checked += 1
             if want == have:
                 continue
             if fix:
-                edits.append((body, close, want))
+                edits.append((body, close, [(" " * indent + l) if l else l for l in want]))
                 continue
             k = next((k for k in range(max(len(want), len(have)))
                       if k >= len(want) or k >= len(have) or want[k] != have[k]), 0)

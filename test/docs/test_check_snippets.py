@@ -88,6 +88,29 @@ case("a source no CMakeLists names fails", 1, "README.md:4: examples/demo.cpp is
 case("a ```sql block in a section no test runs fails", 1, "docs/guide.md:3: ```sql block in a section no test runs",
      guide="## Somewhere\n\n```sql\nSELECT 1\n```\n")
 
+INDENTED = """# demo
+
+- in a list:
+
+  <!-- snippet: examples/demo.cpp#outer -->
+  ```cpp
+  int a = 1;
+  int b = a + 1;
+  return b - 2;
+  ```
+"""
+case("a block indented in a list item passes", 0, "1 C++ block(s) match", readme=INDENTED)
+case("an indented block that differs fails", 1, "README.md:8: block differs",
+     readme=INDENTED.replace("a + 1", "a + 3"))
+case("an indented block without a marker fails", 1, "README.md:5: ```cpp block without",
+     readme=INDENTED.replace("  <!-- snippet: examples/demo.cpp#outer -->\n", ""))
+
+with tempfile.TemporaryDirectory() as d:
+    make_repo(d, readme=INDENTED.replace("a + 1", "a + 3"))
+    rc, out = run(d, "--fix")
+    fixed = open(os.path.join(d, "README.md")).read()
+    expect("--fix keeps an indented block's indentation", rc == 0 and fixed == INDENTED, out + fixed)
+
 with tempfile.TemporaryDirectory() as d:
     make_repo(d, readme=GOOD_README.replace("return b - 2;", "return 0;"))
     rc, out = run(d, "--fix")
