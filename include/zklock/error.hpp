@@ -11,6 +11,15 @@
 // and boost::system::errc's: errc::timeout == std::errc::timed_out (see zklock::errc).
 #pragma once
 
+#include <boost/version.hpp>
+
+// An installed libzklock is used with the Boost it was built with (asio::any_io_executor and
+// any_completion_handler cross its interface): its CMake target and zklock.pc define
+// ZKLOCK_BOOST_VERSION as that Boost's BOOST_VERSION.
+#if defined(ZKLOCK_BOOST_VERSION) && ZKLOCK_BOOST_VERSION != BOOST_VERSION
+#error "zklock: libzklock was built with another Boost than these Boost headers (ZKLOCK_BOOST_VERSION != BOOST_VERSION); use the Boost it was built with"
+#endif
+
 #include <boost/system/error_code.hpp>
 
 #include <type_traits>
