@@ -1,10 +1,24 @@
 // zklock/error.hpp — error codes.
 //
-// Two categories:
+// Two categories of codes:
 //  * "zklock": conditions zklock itself reports (timeouts, lost locks, bad input), enum zklock::errc.
 //  * "zookeeper": ZooKeeper's own return codes, kept with their numeric values (ZNONODE = -101, ...),
 //    enum zklock::zk_errc. Compare with them as `ec == zklock::zk_errc::no_node`.
+// And one of conditions, enum zklock::condition, which codes of both categories match: an expiry
+// reaches a handler as errc::session_expired or as zk_errc::session_expired, and
+// `ec == zklock::condition::session_expired` is true for both.
+// Codes of the "zklock" category that have a portable meaning also compare equal to std::errc's
+// and boost::system::errc's: errc::timeout == std::errc::timed_out (see zklock::errc).
 #pragma once
+
+#include <boost/version.hpp>
+
+// An installed libzklock is used with the Boost it was built with (asio::any_io_executor and
+// any_completion_handler cross its interface): its CMake target and zklock.pc define
+// ZKLOCK_BOOST_VERSION as that Boost's BOOST_VERSION.
+#if defined(ZKLOCK_BOOST_VERSION) && ZKLOCK_BOOST_VERSION != BOOST_VERSION
+#error "zklock: libzklock was built with another Boost than these Boost headers (ZKLOCK_BOOST_VERSION != BOOST_VERSION); use the Boost it was built with"
+#endif
 
 #include <boost/system/error_code.hpp>
 
@@ -14,24 +28,29 @@ namespace zklock {
 
 using boost::system::error_code;
 
-/// Conditions reported by zklock itself.
+/// Conditions reported by zklock itself. Those marked "== std::errc::x" compare equal to that
+/// portable condition (std::errc and boost::system::errc alike), as their default_error_condition.
 enum class errc {
     timeout = 1,          ///< The operation's deadline passed before it could complete.
+                          ///< == std::errc::timed_out
     would_block,          ///< A try-acquire found the lock held by someone else.
+                          ///< == std::errc::operation_would_block
     lock_lost,            ///< A held lock (or a queued node) was lost: the node is gone.
     session_expired,      ///< The ZooKeeper session expired; ephemeral nodes of it are gone.
     session_closed,       ///< The session was closed (or destroyed) while the operation ran.
     not_connected,        ///< The session has not been connected (call async_connect first).
+                          ///< == std::errc::not_connected
     connect_timeout,      ///< No server answered within the connect timeout.
+                          ///< == std::errc::timed_out
     invalid_path,         ///< The path is not an absolute, canonical ZooKeeper path we accept.
+                          ///< == std::errc::invalid_argument
     invalid_servers,      ///< The server list is empty or malformed.
-    invalid_argument,     ///< Some other argument is out of range.
+                          ///< == std::errc::invalid_argument
+    invalid_argument,     ///< Some other argument is out of range. == std::errc::invalid_argument
     permit_mismatch,      ///< A semaphore was opened with a different permit count than stored.
     already_released,     ///< The lease is empty: released, moved from or never acquired.
-    revoked,              ///< Returned by no operation: a revocation request completes
-                          ///< lease::async_wait_revocation without error, and the lease holds
-                          ///< until released. (Kept so that the values after it stay put.)
-    recipe_mismatch,      ///< The lock path holds another recipe's nodes (a semaphore's permits
+    // 13 is not used. A value, once given, keeps its meaning: new codes go at the end.
+    recipe_mismatch = 14, ///< The lock path holds another recipe's nodes (a semaphore's permits
                           ///< and mutex / shared_mutex nodes never share a path).
     request_too_large,    ///< The request would exceed session_config::max_request_bytes (the
                           ///< server's jute.maxbuffer): refused before it was sent.
@@ -61,6 +80,7 @@ enum class errc {
     no_leader,            ///< An election has no candidate now (election::async_leader).
     not_supported,        ///< Not supported in this configuration (the operation's documentation
                           ///< says which: e.g. leadership::async_proclaim with Curator LeaderLatch names).
+                          ///< == std::errc::not_supported
 };
 
 /// ZooKeeper's return codes, with the C client's numeric values.
@@ -100,11 +120,28 @@ enum class zk_errc {
     throttled_op = -127,
 };
 
+/// Conditions that codes of both categories match (category "zklock.condition"). Compare a
+/// handler's error with them rather than with each category's code:
+///
+///     if (ec == zklock::condition::session_expired) ...  // errc:: or zk_errc::session_expired
+enum class condition {
+    session_expired = 1,  ///< errc::session_expired, zk_errc::session_expired: the session expired
+                          ///< (or was presumed expired); its ephemeral nodes are gone.
+    session_closed,       ///< errc::session_closed, zk_errc::closing: the session was closed
+                          ///< (or destroyed); its ephemeral nodes are gone.
+    session_ended,        ///< Either of the two above.
+};
+
 const boost::system::error_category& zklock_category() noexcept;
 const boost::system::error_category& zookeeper_category() noexcept;
+const boost::system::error_category& condition_category() noexcept;
 
 inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), zklock_category()}; }
 inline error_code make_error_code(zk_errc e) noexcept { return {static_cast<int>(e), zookeeper_category()}; }
+inline boost::system::error_condition make_error_condition(condition c) noexcept
+{
+    return {static_cast<int>(c), condition_category()};
+}
 
 /// Translates a ZooKeeper C client return code (ZOK = 0 gives an empty error_code).
 inline error_code make_zk_error(int rc) noexcept
@@ -122,4 +159,5 @@ bool is_retryable(const error_code& ec) noexcept;
 namespace boost::system {
 template <> struct is_error_code_enum<zklock::errc> : std::true_type {};
 template <> struct is_error_code_enum<zklock::zk_errc> : std::true_type {};
+template <> struct is_error_condition_enum<zklock::condition> : std::true_type {};
 }  // namespace boost::system

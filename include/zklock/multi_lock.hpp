@@ -22,22 +22,25 @@ namespace zklock {
 
 /// One lock of a multi_lock.
 struct lock_spec {
-    /// exclusive: as a mutex; writer / shared: as a shared_mutex's writer / reader (the names
-    /// differ so that Apache Curator tells its InterProcessMutex and InterProcessReadWriteLock
-    /// apart: see docs/guide.md, "Mixed fleets"); permit: a semaphore permit.
-    enum class kind { exclusive, shared, permit, writer };
-    kind type = kind::exclusive;  ///< how this lock is taken
-    std::string path;             ///< the lock path
-    std::uint32_t permits = 1;  ///< for kind::permit: the semaphore's permit count
+    lock_kind kind = lock_kind::exclusive;  ///< how this lock is taken
+    std::string path;                       ///< the lock path
+    std::uint32_t permits = 1;              ///< for lock_kind::permit: the semaphore's permit count
+    /// For lock_kind::exclusive: taken as a shared_mutex's write side instead of as a mutex. Either
+    /// excludes every other holder of the path; their nodes are named apart so that Apache Curator
+    /// tells its InterProcessMutex and InterProcessReadWriteLock apart (docs/guide.md, "Mixed fleets").
+    bool as_writer = false;
 
     /// An exclusive lock on `path`, as a mutex takes it.
-    static lock_spec exclusive(std::string path) { return {kind::exclusive, std::move(path), 1}; }
+    static lock_spec exclusive(std::string path) { return {lock_kind::exclusive, std::move(path), 1, false}; }
     /// The write side of a shared_mutex on `path`.
-    static lock_spec writer(std::string path) { return {kind::writer, std::move(path), 1}; }
+    static lock_spec writer(std::string path) { return {lock_kind::exclusive, std::move(path), 1, true}; }
     /// The read side of a shared_mutex on `path`.
-    static lock_spec shared(std::string path) { return {kind::shared, std::move(path), 1}; }
+    static lock_spec shared(std::string path) { return {lock_kind::shared, std::move(path), 1, false}; }
     /// One permit of a semaphore of `permits` permits on `path`.
-    static lock_spec semaphore(std::string path, std::uint32_t permits) { return {kind::permit, std::move(path), permits}; }
+    static lock_spec semaphore(std::string path, std::uint32_t permits)
+    {
+        return {lock_kind::permit, std::move(path), permits, false};
+    }
 };
 
 namespace detail {

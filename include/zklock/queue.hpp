@@ -32,10 +32,6 @@ std::string_view explain_lock_path(std::string_view path) noexcept;
 /// errc::invalid_servers otherwise. Nothing is resolved here (see session::async_connect).
 error_code validate_servers(std::string_view servers) noexcept;
 
-/// Other names of lock_kind and lock_library (types.hpp), kept for code that uses them.
-using queue_kind = lock_kind;
-using queue_library = lock_library;
-
 /// One node of a lock's queue.
 struct queue_entry {
     /// Where the node stands in the queue.

@@ -1,5 +1,7 @@
 #include <zklock/error.hpp>
 
+#include <boost/system/errc.hpp>
+
 #include <string>
 
 namespace zklock {
@@ -28,7 +30,6 @@ public:
         case errc::permit_mismatch:
             return "The semaphore exists with a different permit count than the one given.";
         case errc::already_released: return "The lease does not hold a lock (released, moved from or empty).";
-        case errc::revoked: return "The holder was asked to give the lock up.";
         case errc::recipe_mismatch:
             return "The lock path is used by a different kind of lock: a semaphore's permits cannot share a path "
                    "with mutex or shared_mutex nodes.";
@@ -71,6 +72,23 @@ public:
                    "port).";
         }
         return "Unknown zklock error " + std::to_string(ev) + ".";
+    }
+
+    // The codes with a portable meaning compare equal to std::errc's (and boost::system::errc's).
+    boost::system::error_condition default_error_condition(int ev) const noexcept override
+    {
+        namespace generic = boost::system::errc;
+        switch (static_cast<errc>(ev)) {
+        case errc::timeout:
+        case errc::connect_timeout: return generic::make_error_condition(generic::timed_out);
+        case errc::would_block: return generic::make_error_condition(generic::operation_would_block);
+        case errc::not_connected: return generic::make_error_condition(generic::not_connected);
+        case errc::invalid_path:
+        case errc::invalid_servers:
+        case errc::invalid_argument: return generic::make_error_condition(generic::invalid_argument);
+        case errc::not_supported: return generic::make_error_condition(generic::not_supported);
+        default: return {ev, *this};
+        }
     }
 };
 
@@ -118,6 +136,36 @@ public:
     }
 };
 
+class condition_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "zklock.condition"; }
+    std::string message(int ev) const override
+    {
+        switch (static_cast<condition>(ev)) {
+        case condition::session_expired:
+            return "The ZooKeeper session expired (or was presumed expired); its ephemeral nodes are gone.";
+        case condition::session_closed: return "The ZooKeeper session was closed; its ephemeral nodes are gone.";
+        case condition::session_ended:
+            return "The ZooKeeper session expired or was closed; its ephemeral nodes are gone.";
+        }
+        return "Unknown zklock condition " + std::to_string(ev) + ".";
+    }
+
+    // Which codes of the "zklock" and "zookeeper" categories match each condition.
+    bool equivalent(const error_code& ec, int cv) const noexcept override
+    {
+        const bool expired = ec == make_error_code(errc::session_expired) ||
+                             ec == make_error_code(zk_errc::session_expired);
+        const bool closed = ec == make_error_code(errc::session_closed) || ec == make_error_code(zk_errc::closing);
+        switch (static_cast<condition>(cv)) {
+        case condition::session_expired: return expired;
+        case condition::session_closed: return closed;
+        case condition::session_ended: return expired || closed;
+        }
+        return false;
+    }
+};
+
 }  // namespace
 
 const boost::system::error_category& zklock_category() noexcept
@@ -129,6 +177,12 @@ const boost::system::error_category& zklock_category() noexcept
 const boost::system::error_category& zookeeper_category() noexcept
 {
     static const zookeeper_category_impl c;
+    return c;
+}
+
+const boost::system::error_category& condition_category() noexcept
+{
+    static const condition_category_impl c;
     return c;
 }
 

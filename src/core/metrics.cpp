@@ -95,7 +95,6 @@ const char* errc_name(errc e) noexcept
     case errc::invalid_argument: return "invalid_argument";
     case errc::permit_mismatch: return "permit_mismatch";
     case errc::already_released: return "already_released";
-    case errc::revoked: return "revoked";
     case errc::recipe_mismatch: return "recipe_mismatch";
     case errc::request_too_large: return "request_too_large";
     case errc::request_dropped: return "request_dropped";

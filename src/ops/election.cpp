@@ -16,7 +16,7 @@ namespace {
 bool try_again(const error_code& ec) noexcept
 {
     return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout || ec == errc::not_connected ||
-           ec == zk_errc::session_expired || ec == errc::session_expired;
+           ec == condition::session_expired;
 }
 
 leader_info make_info(const queue_node& n, std::string data, const zklock::stat& st)

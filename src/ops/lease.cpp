@@ -34,7 +34,7 @@ namespace {
 // went with it.
 bool session_over(const error_code& ec) noexcept
 {
-    return ends_session(ec) || ec == errc::session_closed || ec == errc::session_expired;
+    return ec == condition::session_ended;
 }
 }  // namespace
 

@@ -19,13 +19,12 @@ namespace {
 
 queue_policy policy_of(const lock_spec& spec)
 {
-    switch (spec.type) {
-    case lock_spec::kind::shared: return {reader_recipe};
-    case lock_spec::kind::permit: return {semaphore_recipe, spec.permits};
-    case lock_spec::kind::writer: return {writer_recipe};
-    case lock_spec::kind::exclusive: break;
+    switch (spec.kind) {
+    case lock_kind::shared: return {reader_recipe};
+    case lock_kind::permit: return {semaphore_recipe, spec.permits};
+    case lock_kind::exclusive: break;
     }
-    return {mutex_recipe};
+    return {spec.as_writer ? writer_recipe : mutex_recipe};
 }
 
 // The driver of multi_lock_fsm: performs its actions (the single acquires, the releases, the

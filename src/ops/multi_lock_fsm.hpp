@@ -46,7 +46,7 @@ public:
         // Canonical order (path, then kind): two sets that share locks take them in the same order.
         std::iota(order_.begin(), order_.end(), std::size_t{0});
         std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
-            return std::tie(specs[a].path, specs[a].type) < std::tie(specs[b].path, specs[b].type);
+            return std::tie(specs[a].path, specs[a].kind) < std::tie(specs[b].path, specs[b].kind);
         });
         bad_ = specs.empty();
         for (std::size_t i = 1; i < order_.size(); ++i) bad_ = bad_ || specs[order_[i]].path == specs[order_[i - 1]].path;

@@ -196,9 +196,9 @@ void world::hold(actor& a, std::uint64_t attempt)
             a.downgraded = true;
             return a.held.front().l.async_downgrade([this, &a, attempt](error_code ec) {
                 SIM_NOTE("a" + std::to_string(a.index) + " downgraded: " + (ec ? ec.message() : std::string("ok")));
-                const bool allowed = !ec || ec == errc::lock_lost || ec == errc::session_expired || ec == errc::not_connected ||
-                                     ec == errc::request_dropped || ec == zk_errc::connection_loss ||
-                                     ec == zk_errc::session_expired || ec == zk_errc::operation_timeout;
+                const bool allowed = !ec || ec == errc::lock_lost || ec == condition::session_expired ||
+                                     ec == errc::not_connected || ec == errc::request_dropped ||
+                                     ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout;
                 // Released meanwhile (a revocation request came): nothing left to downgrade.
                 const bool released = attempt != a.attempt || a.ph != actor::phase::holding;
                 if (!allowed && !(released && ec == errc::already_released))

@@ -231,3 +231,18 @@ TEST_CASE("multi_lock: a release unconfirmed within the grace: the set completes
     CHECK(port->metrics().snapshot().background_cleanups_pending == 0);
     CHECK(port->pending().empty());
 }
+
+TEST_CASE("multi_lock: a writer's node is named as a shared_mutex's, a mutex's as a mutex's")
+{
+    fake_fixture fx;
+    auto& port = fx.port;
+    multi_result_of r;
+    start_multi(port, {lock_spec::writer("/w"), lock_spec::exclusive("/m")}, r);
+    CHECK(lock_spec::writer("/w").kind == lock_kind::exclusive);
+    const std::string m = grant_alone(*port, "/m", 1);  // canonical order: /m first
+    CHECK(m.find("-lock-") != std::string::npos);
+    const std::string w = grant_alone(*port, "/w", 2);
+    CHECK(w.find("-__WRIT__") != std::string::npos);
+    REQUIRE(r.ec);
+    CHECK(!*r.ec);
+}
