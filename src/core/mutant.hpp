@@ -28,6 +28,10 @@ enum class mutant {
     revocation_unheard,                ///< a revocation request read in our node is not told
     loss_untold,                       ///< a presumed expiry not told to async_wait_lost
     permit_watches_one,                ///< a semaphore waiter watches only the node `permits` places ahead
+    permit_count_unchecked,            ///< a semaphore's stored permit count checked for its format, not its value
+    granted_when_lost,                 ///< an acquire whose lease is lost at its grant completes with it all the same
+    doubt_at_presumption,              ///< the doubt begins at T/2 with the presumption, not at T/3
+    released_release_inline,           ///< a released lease's release answered inline, from the lease's own state
 };
 
 }  // namespace zklock::detail

@@ -520,7 +520,9 @@ private:
             if (internal_) ls->set_unmetered();
             s_->subscribe(ls);
             ls->start(std::move(own_watch), own_revoke_seen_);
-            if (!ls->on_granted(s_->read_now())) {  // lost at its grant: the acquire says why
+            // Lost at its grant (the reply that granted it waited on a stalled executor past the
+            // presumed expiry): the acquire says why.
+            if (ZKLOCK_MUTANT(mutant::granted_when_lost, !ls->on_granted(s_->read_now()), (ls->on_granted(s_->read_now()), false))) {
                 ec = ls->lost_reason();
                 ls.reset();
             }

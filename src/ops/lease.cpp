@@ -340,7 +340,8 @@ asio::any_io_executor executor_of(const std::shared_ptr<lease_state>& l) noexcep
 
 void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s || s->status() == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
+    if (!s || ZKLOCK_MUTANT(mutant::released_release_inline, s->status() == lease_status::released, false))
+        return post_now<error_code>(s, std::move(h), errc::already_released);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());  // stops the wait; the deletion goes on
     s->release([sh](error_code ec) {

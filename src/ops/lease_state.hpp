@@ -69,7 +69,9 @@ public:
     lease::reading snapshot() const noexcept
     {
         using time_point = std::chrono::steady_clock::time_point;
-        if (!fsm_.holds()) return {fsm_.status(), fsm_.lost_reason(), time_point::min()};
+        // A loss reason only while lost: a lost lease released since reads released, with none.
+        if (!fsm_.holds())
+            return {fsm_.status(), fsm_.status() == lease_status::lost ? fsm_.lost_reason() : error_code(), time_point::min()};
         const auto r = s_->read_now();
         const auto rd = ZKLOCK_MUTANT(mutant::status_as_recorded, fsm_.read(r.state, r.generation, r.presumed),
                                       (lease_fsm::reading{fsm_.status(), fsm_.lost_reason()}));

@@ -73,7 +73,7 @@ std::optional<session_fsm::clock::time_point> session_fsm::doubt_at() const
 {
     if (!engaged_ || doubtful_ || presumed_) return std::nullopt;
     if (state_ != session_state::connected && state_ != session_state::suspended) return std::nullopt;
-    return confirmed_ + timeout() / 3;
+    return confirmed_ + timeout() / ZKLOCK_MUTANT(mutant::doubt_at_presumption, 3, 2);
 }
 
 std::optional<session_fsm::clock::time_point> session_fsm::presume_deadline() const

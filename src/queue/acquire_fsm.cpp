@@ -269,7 +269,9 @@ acquire_fsm::action acquire_fsm::on_count_read(error_code ec, const std::string&
             a.version = version;
             return a;
         }
-        if (data != permit_count_data(policy_.permits)) return finish(errc::permit_mismatch);
+        if (ZKLOCK_MUTANT(mutant::permit_count_unchecked, data != permit_count_data(policy_.permits),
+                          !data.starts_with("zklock-semaphore permits=")))
+            return finish(errc::permit_mismatch);
         count_verified_ = true;
         return create();
     }

@@ -16,10 +16,33 @@ void world::check_step()
     check_leases();
     if (!revocations_sent_.empty()) check_revocations();
     if (cfg_.check_idle_permits && has(lock_type::permit)) check_idle_permits();
+    check_held_replies();
+}
+
+std::uint32_t world::stored_permits() const
+{
+    // The semaphore's own format (semaphore.hpp): "zklock-semaphore permits=N".
+    constexpr std::string_view prefix = "zklock-semaphore permits=";
+    const auto data = model_.data_of(path_of(lock_type::permit));
+    if (!data.starts_with(prefix)) return 0;
+    return static_cast<std::uint32_t>(std::strtoul(data.c_str() + prefix.size(), nullptr, 10));
 }
 
 void world::check_grant(const actor& a, const std::vector<held_lease>& leases)
 {
+    // A grant holds its lock at the instant it completes: its lease reads held or suspended
+    // (valid past now), never lost, also when the reply that granted it waited on a stalled
+    // executor past the session's presumed expiry.
+    for (const auto& h : leases) {
+        const auto r = h.l.read();
+        if ((r.status != lease_status::held && r.status != lease_status::suspended) || r.valid_until <= clock_.now())
+            return violate("a" + std::to_string(a.index) + " was granted " + h.l.node() + ", which reads " + to_string(r.status) +
+                           (r.lost_reason ? " (" + r.lost_reason.message() + ")" : std::string()) + " at its grant");
+    }
+    // A semaphore's path asked with two permit counts: only the stored count is granted.
+    if (a.type == lock_type::permit && count_of(a) != stored_permits())
+        return violate("a" + std::to_string(a.index) + " was granted a permit asking for " + std::to_string(count_of(a)) +
+                       " permits on a path that stores " + std::to_string(stored_permits()));
     // Fencing and queue order: each grant on an exclusive path has a greater fence than the last.
     for (const auto& h : leases) {
         if (!exclusive(h.type)) continue;
@@ -102,7 +125,9 @@ void world::check_leases()
             else ++others;
         }
         if (!first) continue;
-        const std::size_t limit = path == path_of(lock_type::permit) ? permits : 1;
+        // A semaphore's: the count stored in its path, whatever count its acquires asked for.
+        const std::size_t stored = stored_permits();
+        const std::size_t limit = path == path_of(lock_type::permit) ? (stored ? stored : permits) : 1;
         if (others > limit || writers > 1 || (writers == 1 && readers > 0)) {
             std::string who;
             for (std::size_t j = 0; j < n; ++j)
@@ -110,6 +135,31 @@ void world::check_leases()
                     who += " a" + std::to_string(holders[j].a->index) + "(" + name_of(holders[j].type) + "," + to_string(holders[j].st) + ")";
             return violate(others > limit ? std::to_string(others) + " holders of " + path + " at once:" + who
                                           : "a writer and another holder of " + path + " at once:" + who);
+        }
+    }
+}
+
+void world::check_held_replies()
+{
+    // A client whose replies are held hears no answer of the leader: the evidence of a lease
+    // held since before the hold began (the send time of the latest answered leader request) is
+    // no later than the hold's start, so the lease reads suspended from T/3 after it and lost
+    // from T/2 (docs/liveness.md), while its client runs and its connection stays up.
+    const auto T = duration(cfg_.session_timeout);
+    const auto now = clock_.now();
+    for (auto& ap : actors_) {
+        auto& a = *ap;
+        const auto& c = client_of(a);
+        if (!c.replies_held_until || c.dead || a.ph != actor::phase::holding) continue;
+        const auto since = c.replies_held_since;
+        if (now < since + T / 3) continue;
+        for (auto& h : a.held) {
+            if (h.granted_at >= since) continue;
+            const auto r = h.l.read();
+            if (r.status == lease_status::held || (now >= since + T / 2 && r.status == lease_status::suspended))
+                return violate("a" + std::to_string(a.index) + "'s lease of " + h.path + " (" + h.l.node() + ") reads " +
+                               to_string(r.status) + " " + ms(now - since) + " after c" + std::to_string(c.index) +
+                               "'s replies were held");
         }
     }
 }
@@ -172,10 +222,15 @@ void world::check_idle_permits()
     // way. So does a node behind an unhealthy client's node: only the first waiter watches the
     // holders, and the one behind it learns that it is first from that waiter's grant (its write
     // into its node), which waits for that client to run and reach the leader again, or for its
-    // session to end (docs/guarantees.md, "The semaphore's liveness").
+    // session to end (docs/guarantees.md, "The semaphore's liveness"). An acquire that asks for
+    // another count than the path's is owed nothing (it fails with permit_mismatch); with the
+    // wider count stored, the check stays the one for `permits`.
+    const auto stored = stored_permits();
     bool any = false;
     for (auto& a : actors_)
-        if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && healthy(client_of(*a))) any = true;
+        if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && count_of(*a) == stored &&
+            healthy(client_of(*a)))
+            any = true;
     if (!any) {
         idle_permit_since_.clear();
         return;
@@ -202,7 +257,8 @@ void world::check_idle_permits()
         bool held = false, waiting = false;
         for (auto& a : actors_) {
             if (a->client != owner->index) continue;
-            if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at) waiting = true;
+            if (a->ph == actor::phase::waiting && a->type == lock_type::permit && !a->cancelled_at && count_of(*a) == stored)
+                waiting = true;
             for (auto& h : a->held)
                 if (h.l.node() == node) held = true;
         }

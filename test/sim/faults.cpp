@@ -1,10 +1,12 @@
 // The faults, and time: a client's connection drops, a follower is cut off from the leader (and
-// drops its clients later), a client's executor stalls, a follower restarts, a client's process
-// dies; a user cancels a waiting acquire. Time moves the virtual clock, the leader's expiries and
+// drops its clients later), a client's executor stalls (also with a reply queued, which it reads
+// at resume before its timers' handlers run), a follower restarts, a client's process dies, a client's
+// replies are held past a third of the session timeout; a user cancels a waiting acquire. Time moves the virtual clock, the leader's expiries and
 // the timed events. See world_impl.hpp.
 #include "world_impl.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace zklock::sim {
 
@@ -55,12 +57,48 @@ void world::advance_to(time_point t)
         events_.erase(it);
         fn();
     }
+    end_held_replies();
     for (auto& c : clients_)
         if (c->stalled_until && *c->stalled_until <= clock_.now()) {
             c->stalled_total += clock_.now() - c->stall_began;
             c->stalled_until.reset();
             SIM_NOTE("c" + std::to_string(c->index) + " runs again");
+            // The reply that waited through the stall is read first: its callbacks run before the
+            // handlers of the timers that came due meanwhile (the presumption's among them).
+            if (std::exchange(c->reply_first_at_resume, false) && reply_queued(*c)) {
+                auto& box = model_.outbox(c->port->model_session());
+                auto m = std::move(box.front());
+                box.pop_front();
+                SIM_NOTE("c" + std::to_string(c->index) + " <- reply #" + std::to_string(m.r.tag) + " (queued through the stall)");
+                c->port->deliver(std::move(m));
+            }
         }
+}
+
+bool world::reply_queued(client& c)
+{
+    const auto sid = c.port->model_session();
+    if (c.dead || sid == 0 || !c.port->link_up() || c.eof) return false;
+    const auto& box = model_.outbox(sid);
+    return !box.empty() && !box.front().is_event;
+}
+
+void world::stall(client& c, duration d)
+{
+    c.stalled_until = clock_.now() + d;
+    c.stall_began = clock_.now();
+}
+
+void world::end_held_replies()
+{
+    for (auto& c : clients_) {
+        if (!c->replies_held_until) continue;
+        const bool due = *c->replies_held_until <= clock_.now();
+        const bool gone = c->dead || c->eof || !c->port->link_up() || c->port->model_session() != c->replies_held_sid;
+        if (!due && !gone) continue;
+        c->replies_held_until.reset();
+        SIM_NOTE("c" + std::to_string(c->index) + "'s replies flow again" + (due ? "" : " (its connection ended)"));
+    }
 }
 
 void world::inject_fault()
@@ -69,7 +107,7 @@ void world::inject_fault()
     ++result_.faults;
     const auto T = duration(cfg_.session_timeout);
     auto& c = *clients_[rng_.below(clients_.size())];
-    switch (rng_.below(6)) {
+    switch (rng_.below(7)) {
     case 0:  // the client's connection drops
         if (c.dead || !c.port->link_up()) break;
         SIM_NOTE("FAULT: c" + std::to_string(c.index) + "'s connection drops");
@@ -100,11 +138,26 @@ void world::inject_fault()
         break;
     }
     case 2: {  // the client's executor is blocked while time runs
+        // Half the time, a client with a reply queued, for past T/3: at resume it reads the reply
+        // before its timers' handlers run.
+        if (rng_.chance(50)) {
+            std::vector<client*> queued;
+            for (auto& x : clients_)
+                if (!x->stalled_until && reply_queued(*x)) queued.push_back(x.get());
+            if (!queued.empty()) {
+                auto& q = *queued[rng_.below(queued.size())];
+                const auto d = rng_.between(T / 3, 2 * T);
+                SIM_NOTE("FAULT: c" + std::to_string(q.index) + "'s executor stalls for " + ms(d) + " with a reply queued");
+                stall(q, d);
+                q.reply_first_at_resume = true;
+                ++result_.queued_stalls;
+                break;
+            }
+        }
         if (c.dead || c.stalled_until) break;
         const auto d = rng_.between(T / 10, 2 * T);
         SIM_NOTE("FAULT: c" + std::to_string(c.index) + "'s executor stalls for " + ms(d));
-        c.stalled_until = clock_.now() + d;
-        c.stall_began = clock_.now();
+        stall(c, d);
         break;
     }
     case 3:  // a follower restarts
@@ -130,6 +183,16 @@ void world::inject_fault()
             if (r.by == c.index && !r.committed && a.attempt == r.attempt) a.revoke_asked = false;
         }
         break;
+    case 5: {  // the client's replies are held (its server slow to answer) past T/3, while it runs
+        if (c.dead || c.eof || !c.port->link_up() || c.replies_held_until) break;
+        const auto d = rng_.between(T / 2, T);
+        SIM_NOTE("FAULT: c" + std::to_string(c.index) + "'s replies are held for " + ms(d));
+        c.replies_held_since = clock_.now();
+        c.replies_held_until = clock_.now() + d;
+        c.replies_held_sid = c.port->model_session();
+        ++result_.held_replies;
+        break;
+    }
     default: {  // a waiting acquire is cancelled (not a fault: a user's choice)
         ++fault_budget_;
         --result_.faults;

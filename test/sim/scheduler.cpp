@@ -96,6 +96,8 @@ world::world(const run_config& cfg) : cfg_(cfg), rng_{cfg.seed}, clock_(time_poi
         }
     fault_budget_ = cfg.faults ? static_cast<int>(rng_.below(6)) : 0;
     fault_end_ = clock_.now() + cfg.session_timeout * (4 + static_cast<int>(rng_.below(8)));
+    // In some runs with a semaphore, its path is also asked with another permit count.
+    wide_permits_ = has(lock_type::permit) && rng_.chance(40);
 }
 
 void world::make_client(int index, const port_env& env)
@@ -111,6 +113,7 @@ void world::make_client(int index, const port_env& env)
     cl->cohort.emplace(s, path_of(lock_type::cohort), cohort);
     cl->rw.emplace(s, path_of(lock_type::writer));
     cl->sem.emplace(s, path_of(lock_type::permit), permits);
+    cl->sem_wide.emplace(s, path_of(lock_type::permit), wide_permits);
     cl->el.emplace(s, path_of(lock_type::leader));
     const auto m = lock_spec::exclusive(path_of(lock_type::mutex));
     const auto w = lock_spec::writer(path_of(lock_type::writer));
@@ -143,6 +146,7 @@ world::~world()
         cl->cohort.reset();
         cl->rw.reset();
         cl->sem.reset();
+        cl->sem_wide.reset();
         cl->el.reset();
         cl->s.reset();
     }
@@ -193,7 +197,8 @@ void world::run_clients()
 
 bool world::healthy(const client& c) const
 {
-    if (!runnable(c) || c.eof || !c.port->link_up() || c.port->state() != session_state::connected) return false;
+    if (!runnable(c) || c.eof || c.replies_held_until || !c.port->link_up() || c.port->state() != session_state::connected)
+        return false;
     const auto sid = c.port->model_session();
     if (sid == 0 || !model_.alive(sid)) return false;
     const int server = model_.server_of(sid);
@@ -214,7 +219,8 @@ bool world::quiescent()
     if (!workload_done()) return false;
     for (auto& c : clients_) {
         if (c->dead) continue;
-        if (c->stalled_until || c->eof || c->port->wants_connection() || c->port->in_flight() > 0) return false;
+        if (c->stalled_until || c->replies_held_until || c->eof || c->port->wants_connection() || c->port->in_flight() > 0)
+            return false;
         const auto sid = c->port->model_session();
         if (sid != 0 && (!model_.outbox(sid).empty() || model_.can_step_session(sid))) return false;
     }
@@ -254,6 +260,7 @@ run_result world::run()
     while (result_.ok) {
         close_pending();
         run_clients();
+        end_held_replies();
         check_step();
         if (!result_.ok) break;
         if (++steps_ > cfg_.max_steps) {
@@ -280,7 +287,7 @@ run_result world::run()
         for (auto& c : clients_) {
             if (c->dead) continue;
             const auto sid = c->port->model_session();
-            if (runnable(*c) && sid != 0 && c->port->link_up() && !c->eof && !model_.outbox(sid).empty())
+            if (runnable(*c) && sid != 0 && c->port->link_up() && !c->eof && !c->replies_held_until && !model_.outbox(sid).empty())
                 choices.push_back({deliver, c->index, 12});
             if (sid != 0 && c->port->link_up() && model_.can_step_session(sid)) choices.push_back({step_session, c->index, 10});
             if (runnable(*c) && c->port->wants_connection()) choices.push_back({connect, c->index, 3});
@@ -292,7 +299,9 @@ run_result world::run()
             else if (revocations_ && a->ph == actor::phase::holding && !a->revoke_asked && !client_of(*a).dead && a->held.size() == 1)
                 choices.push_back({revoke, a->index, 1});
         if (fault_budget_ > 0 && !healed_) choices.push_back({fault, 0, 1});
-        const bool stalled = std::any_of(clients_.begin(), clients_.end(), [](const auto& c) { return c->stalled_until.has_value(); });
+        const bool stalled = std::any_of(clients_.begin(), clients_.end(), [](const auto& c) {
+            return c->stalled_until.has_value() || c->replies_held_until.has_value();
+        });
         if (model_.next_expiry() || clock_.next_due() || next_event() || stalled || !choices.empty())
             choices.push_back({time, 0, choices.empty() ? 1u : 2u});
         if (choices.empty()) {
@@ -349,8 +358,10 @@ run_result world::run()
             auto t = clock_.now() + rng_.between(1ms, T / 6);
             for (auto x : {model_.next_expiry(), clock_.next_due(), next_event()})
                 if (x && *x < t) t = *x;
-            for (auto& c : clients_)
+            for (auto& c : clients_) {
                 if (c->stalled_until && *c->stalled_until < t) t = *c->stalled_until;
+                if (c->replies_held_until && *c->replies_held_until < t) t = *c->replies_held_until;
+            }
             if (t < clock_.now()) t = clock_.now();
             // Time moves on: a timer that, when it fires, is started again for an instant already
             // passed fires again at once, and again; a real process would spin on it. Timers due
@@ -390,6 +401,10 @@ run_result world::run()
         run_clients();
         for (auto& c : clients_)
             if (!c->dead && !c->closed) violate("c" + std::to_string(c->index) + "'s async_close never completed");
+        for (auto& c : clients_)
+            if (!c->dead && c->misuse_pending)
+                violate("c" + std::to_string(c->index) + ": " + std::to_string(c->misuse_pending) +
+                        " operation(s) on a released lease never completed");
         check_empty_tree();
     }
     result_.steps = steps_;

@@ -51,7 +51,13 @@ seeds_result run_many(std::uint64_t count, double budget_seconds, bool stop_at_f
         out.grants += r.grants;
         out.marked_releases += r.marked_releases;
         out.marks_refused += r.marks_refused;
+        out.permit_mismatches += r.permit_mismatches;
+        out.queued_stalls += r.queued_stalls;
+        out.held_replies += r.held_replies;
+        out.misuse_probes += r.misuse_probes;
         if (!r.ok) {
+            // ZKLOCK_SIM_LIST_FAILURES: every failing seed's violation, as it fails.
+            if (std::getenv("ZKLOCK_SIM_LIST_FAILURES")) std::cout << "seed " << cfg.seed << ": " << r.violation << std::endl;
             if (out.failures++ == 0) {
                 out.first_failing_seed = cfg.seed;
                 out.first_report = traced_report(cfg.seed, proto);
@@ -112,9 +118,19 @@ void run_fresh_shard(int shard, int shards)
               << " schedules/s, " << static_cast<double>(r.steps) / static_cast<double>(r.schedules) << " steps and "
               << static_cast<double>(r.grants) / static_cast<double>(r.schedules) << " grants a schedule; "
               << r.failures << " failed" << std::endl;
+    std::cout << "sim: reached " << r.permit_mismatches << " permit mismatches, " << r.queued_stalls
+              << " stalls with a reply queued, " << r.held_replies << " replies held past T/3, " << r.misuse_probes
+              << " moved-from or released objects probed" << std::endl;
     INFO(r.first_report);
     CHECK(r.failures == 0);
     CHECK(r.schedules == per);
+    // The misuse and slow paths are reached in every shard of the default size.
+    if (per >= 10'000) {
+        CHECK(r.permit_mismatches > 0);
+        CHECK(r.queued_stalls > 0);
+        CHECK(r.held_replies > 0);
+        CHECK(r.misuse_probes > 0);
+    }
 }
 
 bool replay_requested() { return std::getenv("ZKLOCK_SIM_SEED") != nullptr; }

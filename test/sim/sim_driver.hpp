@@ -19,6 +19,10 @@ struct seeds_result {
     std::uint64_t grants = 0;
     std::uint64_t marked_releases = 0;
     std::uint64_t marks_refused = 0;
+    std::uint64_t permit_mismatches = 0;
+    std::uint64_t queued_stalls = 0;
+    std::uint64_t held_replies = 0;
+    std::uint64_t misuse_probes = 0;
     std::string first_report;  ///< the first failure, with its trace
     double seconds = 0;
 };

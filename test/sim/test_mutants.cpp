@@ -67,6 +67,10 @@ ZKLOCK_SIM_MUTANT_CASE(valid_until_at_grant, "a lease's valid_until as its grant
 ZKLOCK_SIM_MUTANT_CASE(revocation_unheard, "a revocation request read in our node is not told")
 ZKLOCK_SIM_MUTANT_CASE(loss_untold, "a presumed expiry not told to async_wait_lost")
 ZKLOCK_SIM_MUTANT_CASE(permit_watches_one, "a semaphore waiter watches only the node `permits` places ahead")
+ZKLOCK_SIM_MUTANT_CASE(permit_count_unchecked, "a semaphore's stored permit count checked for its format, not its value")
+ZKLOCK_SIM_MUTANT_CASE(granted_when_lost, "an acquire whose lease is lost at its grant completes with it all the same")
+ZKLOCK_SIM_MUTANT_CASE(doubt_at_presumption, "the doubt begins at T/2 with the presumption, not at T/3")
+ZKLOCK_SIM_MUTANT_CASE(released_release_inline, "a released lease's release answered inline, from the lease's own state")
 
 // No mutant: the correct operations, with handoff marks from a queue of 2 on (the library reads
 // them from 256, which the simulation's queues never reach): the releases write marks, waiters

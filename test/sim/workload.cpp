@@ -1,10 +1,14 @@
 // The workload: what the clients' code does, through zklock's public API alone (the recipes'
 // objects, lease, election_observer, session): acquire (wait, with a deadline, or try once; maybe
 // cancelled), hold (a guarded write, a downgrade, a wait for loss or for revocation), release or
-// drop; write revocation requests into holders' nodes; follow the election. See world_impl.hpp.
+// drop; write revocation requests into holders' nodes; follow the election. And misuse: a
+// semaphore's path asked with two permit counts, every operation of a moved-from or released
+// lease, the queries of a moved-from lock. See world_impl.hpp.
 #include "world_impl.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 
 namespace zklock::sim {
 
@@ -15,6 +19,8 @@ void world::start_acquire(actor& a)
     if (a.type == lock_type::writer && rng_.chance(50)) a.type = lock_type::reader;
     a.multi_order = static_cast<int>(rng_.below(2));
     a.try_only = rng_.chance(10);
+    a.wide = a.type == lock_type::permit && wide_permits_ && rng_.chance(25);
+    if (rng_.chance(2)) probe_moved_lock(c);
     a.timeout.reset();
     if (!a.try_only && rng_.chance(50)) a.timeout = rng_.between(cfg_.session_timeout / 10, cfg_.session_timeout * 2);
     a.started = clock_.now();
@@ -26,6 +32,7 @@ void world::start_acquire(actor& a)
     const std::uint64_t attempt = ++a.attempt;
     SIM_NOTE("a" + std::to_string(a.index) + " (c" + std::to_string(a.client) + ") acquires " + name_of(a.type) + " " +
              path_of(a.type) + (a.type == lock_type::multi && a.multi_order ? " (paths in the other order)" : "") +
+             (a.wide ? " asking for " + std::to_string(wide_permits) + " permits" : std::string()) +
              (a.try_only ? " (try)" : a.timeout ? " within " + ms(*a.timeout) : std::string()));
     const auto slot = a.cancel->slot();
     const auto one = [this, &a, attempt](error_code ec, lease l) {
@@ -44,7 +51,7 @@ void world::start_acquire(actor& a)
     case lock_type::mutex: return acquire(*c.m, one);
     case lock_type::cohort: return acquire(*c.cohort, one);
     case lock_type::writer: return acquire(*c.rw, one);
-    case lock_type::permit: return acquire(*c.sem, one);
+    case lock_type::permit: return acquire(a.wide ? *c.sem_wide : *c.sem, one);
     case lock_type::reader: {
         auto h = asio::bind_cancellation_slot(slot, one);
         if (a.try_only) c.rw->async_try_acquire_shared(std::move(h));
@@ -103,6 +110,7 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
         violate("a" + std::to_string(a.index) + "'s acquire completed " + ms(now - *a.cancelled_at) + " after its cancellation");
     if (ec) {
         SIM_NOTE("a" + std::to_string(a.index) + " acquire failed: " + ec.message());
+        if (ec == errc::permit_mismatch) ++result_.permit_mismatches;
         // lock_lost: our node went although our session lives, which only the session's own end
         // may do here (nobody deletes another's node).
         const bool session_ended = a.session_at_start == 0 || !model_.alive(a.session_at_start) ||
@@ -110,6 +118,9 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
         const bool allowed = ec == errc::session_expired || (ec == errc::lock_lost && session_ended) || ec == errc::not_connected ||
                              ec == errc::request_dropped || (ec == errc::timeout && (a.timeout || a.try_only)) ||
                              (ec == errc::would_block && a.try_only) ||
+                             // The path stores another count than this acquire asked for.
+                             (ec == errc::permit_mismatch && a.type == lock_type::permit && stored_permits() != 0 &&
+                              stored_permits() != count_of(a)) ||
                              (ec == asio::error::operation_aborted && a.cancelled_at) ||
                              (ec == zk_errc::no_auth && !denied_.empty() &&
                               (denied_ == path_of(a.type) || (a.type == lock_type::multi &&
@@ -127,7 +138,10 @@ void world::on_acquired(actor& a, std::uint64_t attempt, error_code ec, std::vec
                      std::to_string(f.local) + " status " + to_string(h.l.status()));
         }
     check_grant(a, leases);
-    for (auto& h : leases) h.sid = c.port->model_session();
+    for (auto& h : leases) {
+        h.sid = c.port->model_session();
+        h.granted_at = now;
+    }
     a.held = std::move(leases);
     a.ph = actor::phase::holding;
     a.downgraded = a.revoke_asked = a.waits_revocation = false;
@@ -223,6 +237,15 @@ void world::hold(actor& a, std::uint64_t attempt)
 void world::release(actor& a)
 {
     const std::uint64_t attempt = a.attempt;
+    // Misuse, now and then: every operation on the lease moved from (then moved back), and on
+    // the lease just released.
+    const bool probe = rng_.chance(4);
+    if (probe) {
+        auto& h = a.held.front();
+        lease taken = std::move(h.l);
+        probe_lease(a, h.l, true);
+        h.l = std::move(taken);
+    }
     if (rng_.chance(25)) {
         // Dropped: the lease's destructor releases in the background.
         SIM_NOTE("a" + std::to_string(a.index) + " drops its lease");
@@ -241,6 +264,108 @@ void world::release(actor& a)
             SIM_NOTE("a" + std::to_string(a.index) + " released: " + (ec ? ec.message() : std::string("ok")));
             if (--a.releasing == 0) finish_round(a);
         });
+    if (probe) probe_lease(a, a.held.front().l, false);
+}
+
+void world::probe_lease(actor& a, lease& l, bool empty)
+{
+    // status() is released from the release's call on (lease.hpp), and an empty lease reads
+    // released with nothing in it.
+    auto& c = client_of(a);
+    const std::string who = "a" + std::to_string(a.index) + "'s " + (empty ? "moved-from" : "released") + " lease";
+    SIM_NOTE(who + ": every operation");
+    ++result_.misuse_probes;
+    const auto r = l.read();
+    if (l.status() != lease_status::released || l.owns_lock() || static_cast<bool>(l) || r.status != lease_status::released ||
+        r.lost_reason || r.valid_until != time_point::min() || l.lost_reason() || l.valid_until() != time_point::min())
+        return violate(who + ": status() " + to_string(l.status()) + ", owns_lock() " + std::to_string(l.owns_lock()) + ", read() " +
+                       to_string(r.status) + (r.lost_reason ? " (" + r.lost_reason.message() + ")" : std::string()) +
+                       (r.valid_until != time_point::min() ? " with a valid_until" : "") + ", lost_reason() " +
+                       (l.lost_reason() ? l.lost_reason().message() : std::string("none")) +
+                       (l.valid_until() != time_point::min() ? ", valid_until() set" : ""));
+    if (empty && (!l.node().empty() || l.fencing_token() != 0 || l.fence() != fence_token{} || l.revocation_requested()))
+        return violate(who + " still has a node, a fence or a revocation");
+    // What each operation completes with (lease.hpp): an empty lease's, already_released for
+    // all; a released lease's, already_released for what would act on the lock, and the waits
+    // end as when the lease is released while they wait (operation_aborted; a revocation seen
+    // before the release is still told).
+    const error_code released = errc::already_released;
+    const error_code aborted = asio::error::operation_aborted;
+    const error_code revoked = l.revocation_requested() ? error_code() : aborted;
+    const auto done = std::make_shared<std::size_t>(0);
+    const auto expect = [this, who, &c, empty, done](const char* op, error_code want) {
+        if (!empty) ++c.misuse_pending;
+        return [this, who, &c, empty, done, op, want](error_code ec) {
+            if (misuse_calling_) violate(who + "'s " + op + " completed inside its initiating function");
+            if (ec != want) violate(who + "'s " + op + " completed with " + (ec ? ec.message() : std::string("success")) +
+                                    ", not " + (want ? want.message() : std::string("success")));
+            if (empty) ++*done;
+            else --c.misuse_pending;
+        };
+    };
+    // An empty lease has no session: its completions come through asio::system_executor on to
+    // the handler's executor, here misuse_io_, which this step then runs until they are in.
+    // A released lease completes on its session's executor, when the client runs.
+    const auto call = [&](auto&& initiate, auto handler) {
+        misuse_calling_ = true;
+        if (empty) initiate(asio::bind_executor(misuse_io_.get_executor(), std::move(handler)));
+        else initiate(std::move(handler));
+        misuse_calling_ = false;
+    };
+    call([&](auto h) { l.async_release(std::move(h)); }, expect("async_release", released));
+    call([&](auto h) { l.async_wait_lost(std::move(h)); }, expect("async_wait_lost", empty ? released : aborted));
+    call([&](auto h) { l.async_wait_revocation(std::move(h)); }, expect("async_wait_revocation", empty ? released : revoked));
+    call([&](auto h) { l.async_downgrade(std::move(h)); }, expect("async_downgrade", released));
+    {
+        auto e = expect("async_guarded_multi", released);
+        call(
+            [&](auto h) {
+                l.async_guarded_multi({multi_op::create("/lk/w-", "misuse", create_mode::ephemeral_sequential)}, std::move(h));
+            },
+            [e, this, who](error_code ec, std::vector<multi_result> rs) mutable {
+                if (rs.size() != 1 || rs.front().ec != ec) violate(who + "'s async_guarded_multi gave no result per op with its error");
+                e(ec);
+            });
+    }
+    if (empty) {
+        // A released lease's async_wait_status_change waits for a change that never comes.
+        auto e = expect("async_wait_status_change", released);
+        call([&](auto h) { l.async_wait_status_change(std::move(h)); },
+             [e, this, who](error_code ec, lease_status st) mutable {
+                 if (st != lease_status::released) violate(who + "'s async_wait_status_change told " + to_string(st));
+                 e(ec);
+             });
+        // The system executor's thread lets go of its work on misuse_io_ after the handler ran,
+        // which may stop misuse_io_ after the last wait: restarted while this one holds work.
+        const std::size_t want = 6;
+        auto work = asio::make_work_guard(misuse_io_);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (*done < want && std::chrono::steady_clock::now() < until) {
+            if (misuse_io_.stopped()) misuse_io_.restart();
+            misuse_io_.run_one_for(std::chrono::milliseconds(100));
+        }
+        if (*done < want) violate(who + ": " + std::to_string(want - *done) + " operation(s) never completed (10 s)");
+    }
+}
+
+void world::probe_moved_lock(client& c)
+{
+    // A moved-from lock answers its queries as documented (basic_lock.hpp): an empty path and
+    // the default options. Its acquire and get_executor() are not called: both dereference the
+    // moved-from object's session (issue 66, point 3).
+    SIM_NOTE("c" + std::to_string(c.index) + "'s locks moved from: their queries");
+    ++result_.misuse_probes;
+    const auto check = [&](auto& lock, const char* what) {
+        auto moved = std::move(lock);
+        if (!lock.path().empty() || lock.options().cohort || !lock.options().owner_info.empty())
+            violate(std::string("c") + std::to_string(c.index) + "'s moved-from " + what + " has a path or options");
+        if (moved.path().empty()) violate(std::string("c") + std::to_string(c.index) + "'s " + what + " lost its path in a move");
+        lock = std::move(moved);
+    };
+    check(*c.m, "mutex");
+    check(*c.cohort, "cohort mutex");
+    check(*c.rw, "shared_mutex");
+    check(*c.sem, "semaphore");
 }
 
 void world::request_revocation(actor& a)

@@ -43,6 +43,11 @@ struct run_result {
     std::uint64_t faults = 0;            ///< faults injected
     std::uint64_t marked_releases = 0;   ///< releases sent with a handoff mark
     std::uint64_t marks_refused = 0;     ///< of those, refused (no_auth: nobody may write the lock path)
+    /// The misuse and slow paths reached (docs/guarantees.md, "The simulation"):
+    std::uint64_t permit_mismatches = 0;  ///< permit acquires refused for asking another count than the path's
+    std::uint64_t queued_stalls = 0;      ///< stalls begun with a reply queued (read at resume before the timers)
+    std::uint64_t held_replies = 0;       ///< windows in which a client's replies were held past T/3
+    std::uint64_t misuse_probes = 0;      ///< moved-from or released objects whose every operation was called
     std::chrono::milliseconds virtual_time{0};
 };
 

@@ -78,6 +78,10 @@ inline bool exclusive(lock_type t)
 }
 
 inline constexpr std::uint32_t permits = 2;
+/// The count of each client's second semaphore object on the same path, in runs that use it (a
+/// path asked with two permit counts: whichever stores its count first, the other's acquires
+/// fail with errc::permit_mismatch).
+inline constexpr std::uint32_t wide_permits = permits + 1;
 
 /// One lease an actor holds, with the lock it is of.
 struct held_lease {
@@ -90,6 +94,8 @@ struct held_lease {
     bool waits_lost = false;
     /// The step at which the checkers first read it lost while that wait was pending (0: not).
     std::uint64_t lost_seen_at = 0;
+    /// When it was granted.
+    time_point granted_at{};
 };
 
 struct actor {
@@ -101,6 +107,7 @@ struct actor {
     int multi_order = 0;  ///< a multi_lock's: which order its paths were given in
     std::optional<duration> timeout;
     bool try_only = false;
+    bool wide = false;  ///< a permit acquire through the client's semaphore of wide_permits
     time_point started{};
     duration stalled_at_start{};
     std::optional<time_point> cancelled_at;
@@ -125,12 +132,23 @@ struct client {
     std::optional<zklock::mutex> m, cohort;
     std::optional<zklock::shared_mutex> rw;
     std::optional<zklock::semaphore> sem;
+    std::optional<zklock::semaphore> sem_wide;  ///< the semaphore's path, asked with wide_permits
     std::optional<zklock::election> el;
     std::optional<zklock::multi_lock> multi[2];  ///< the same two locks, listed in the two orders
     bool dead = false;
     std::optional<time_point> stalled_until;
+    /// The stall began with a reply queued for the client: at resume, the client reads it before
+    /// any handler runs (its timers' too, due during the stall).
+    bool reply_first_at_resume = false;
     time_point stall_began{};
     duration stalled_total{};
+    /// The client's replies are held (not delivered) until then, since replies_held_since, on
+    /// its connection to model session replies_held_sid; its process runs meanwhile.
+    std::optional<time_point> replies_held_until;
+    time_point replies_held_since{};
+    session_id replies_held_sid = 0;
+    /// Handlers of operations called on a released lease of this client, not run yet.
+    std::uint64_t misuse_pending = 0;
     bool eof = false;  ///< the server closed the connection: the client sees it when it next runs
     bool closed = false;
     /// The election's observer, in runs with an election: what it delivered last ("": no leader).
@@ -186,6 +204,13 @@ private:
     void finish_round(actor& a);
     void request_revocation(actor& a);
     void observe(client& c);
+    /// Every operation on a lease that is empty (moved from) or released: each completes with
+    /// the error its documentation gives, never inside its initiating function.
+    void probe_lease(actor& a, lease& l, bool empty);
+    /// The queries of a moved-from lock object (path(), options()), the object then moved back.
+    void probe_moved_lock(client& c);
+    /// The count an acquire of `a` asks for.
+    std::uint32_t count_of(const actor& a) const { return a.wide ? wide_permits : permits; }
 
     // ---- faults and time (faults.cpp) ----
     void at(time_point t, std::function<void()> fn) { events_.push_back({t, next_event_++, std::move(fn)}); }
@@ -194,6 +219,11 @@ private:
     void server_closed(session_id s);
     void close_pending();
     void inject_fault();
+    void stall(client& c, duration d);
+    /// Whether the client's next message is a reply it could be handed now.
+    bool reply_queued(client& c);
+    /// A client's held replies: released when due, or when their connection ended.
+    void end_held_replies();
 
     // ---- the checkers (checkers.cpp) ----
     /// After every step: every lease's reading, mutual exclusion, loss told, revocations, an idle permit.
@@ -201,6 +231,11 @@ private:
     void check_leases();
     void check_revocations();
     void check_idle_permits();
+    /// A lease granted before its client's replies were held reads suspended from T/3 after the
+    /// hold began, and lost from T/2 (no answer of the leader can have come since).
+    void check_held_replies();
+    /// The permit count stored in the semaphore's path (0: none stored).
+    std::uint32_t stored_permits() const;
     /// As the leader applies a write (zk_model::on_commit): guarded writes in fence order;
     /// revocation requests as they land.
     void on_commit(const std::string& path, const std::string& data, bool created);
@@ -247,6 +282,11 @@ private:
     std::vector<revocation> revocations_sent_;
     // The semaphore's waiting nodes that could hold a permit, and since when (check_idle_permits).
     std::map<std::string, time_point> idle_permit_since_;
+    bool wide_permits_ = false;  // whether this run's permit acquires also ask for wide_permits
+    // Where the completions of an empty lease's operations come (an empty lease has no session:
+    // they come from asio::system_executor's thread), waited for in the step that made them.
+    asio::io_context misuse_io_;
+    bool misuse_calling_ = false;  // inside an initiating function called by probe_lease
     run_result result_;
 };
 

@@ -194,6 +194,25 @@ TEST_CASE("lease: every status waiter hears the change it waited for, even if an
     CHECK(ls->status() == lease_status::released);
 }
 
+TEST_CASE("lease: a lost lease released has no loss reason (lost_reason() is empty unless lost)")
+{
+    // Found by the simulation's misuse probes (seed 424743): released after its loss, the lease
+    // read released with the loss reason still set.
+    fake_fixture fx;
+    auto& port = fx.port;
+    auto ls = make_lease(port, false);
+    port->set_state(session_state::expired);
+    REQUIRE(ls->status() == lease_status::lost);
+    REQUIRE(ls->lost_reason() == errc::session_expired);
+    ls->release({});
+    CHECK(ls->status() == lease_status::released);
+    CHECK_FALSE(ls->lost_reason());
+    const auto r = ls->snapshot();
+    CHECK(r.status == lease_status::released);
+    CHECK_FALSE(r.lost_reason);
+    CHECK(r.valid_until == std::chrono::steady_clock::time_point::min());
+}
+
 TEST_CASE("lease: an expired session loses it, a presumed expiry also deletes the node, plainly")
 {
     fake_fixture fx;
