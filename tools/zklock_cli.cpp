@@ -672,8 +672,9 @@ awaitable<int> run_list(cli::options o)
 /// Asks every holder of LOCKPATH to let go: zklock::revocation_request written into each holder's
 /// node (the holder's lease::async_wait_revocation sees it; a `zklock` holder ends COMMAND and
 /// releases). Every holder, because a shared lock or a semaphore has several and a writer waiting
-/// behind readers needs all of them gone. Nodes of other libraries are left alone: Curator and
-/// Kazoo do not read zklock's request, and the write would replace their owner data.
+/// behind readers needs all of them gone. Nodes of other libraries are left alone: the write would
+/// replace their owner data, a Curator holder hears the request (Curator's own bytes) only if its
+/// program made the lock revocable, and Kazoo's locks have no revocation.
 /// One line on stdout per holder asked. 0: every zklock holder asked; 75: nobody to ask.
 awaitable<int> run_revoke(cli::options o)
 {

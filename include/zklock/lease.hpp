@@ -59,8 +59,14 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
 }  // namespace detail
 
 /// The data a client writes into a holder's queue node to ask it to give the lock up
-/// (see session::async_set_data and lease::async_wait_revocation).
-inline constexpr std::string_view revocation_request = "zklock:revoke";
+/// (session::async_set_data; the holder hears it through lease::async_wait_revocation).
+///
+/// These are Apache Curator's bytes (`LockInternals.REVOKE_MESSAGE`): what Curator's
+/// `Revoker.attemptRevoke(client, node)` writes, and what an `InterProcessMutex` made revocable
+/// (`makeRevocable(listener)`) compares its node's data with before calling its listener. So a
+/// zklock holder hears Curator's Revoker, and a revocable Curator holder hears a zklock client
+/// that writes this into its node. Kazoo's locks have no revocation.
+inline constexpr std::string_view revocation_request = "__REVOKE__";
 
 /// A held lock (the result of an acquire). Move-only, like a pooled connection.
 ///
@@ -219,8 +225,11 @@ public:
     ///
     /// Completion signature: void(error_code), with an empty error when another client has written
     /// zklock::revocation_request into our node, e.g.
-    /// `co_await other.async_set_data(node, std::string(zklock::revocation_request))`. Nothing is
-    /// enforced: the holder decides when to release.
+    /// `co_await other.async_set_data(node, std::string(zklock::revocation_request))`, or Apache
+    /// Curator's `Revoker.attemptRevoke(client, node)`, which writes the same bytes. Nothing is
+    /// enforced: the holder decides when to release. The request replaces the node's data (its
+    /// owner text, or a downgrade mark: readers not granted by the mark yet then wait for the
+    /// release).
     ///
     /// Executor: as the class says.
     ///

@@ -415,6 +415,145 @@ TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock clien
     fs::remove_all(dir);
 }
 
+// ---- Revocation ----------------------------------------------------------------------------------
+//
+// One request for both libraries: zklock::revocation_request is Curator's revocation message
+// ("__REVOKE__", LockInternals.REVOKE_MESSAGE), so a zklock holder hears Curator's Revoker, and an
+// InterProcessMutex made revocable hears a zklock client that writes the request into its node.
+// (Kazoo's locks have no revocation.)
+
+namespace {
+
+// A worker's log as words per line: {"grant", ns, node, kind}, {"revoked", ns, node}, ...
+std::vector<std::vector<std::string>> log_words(const fs::path& file)
+{
+    std::vector<std::vector<std::string>> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream ls(line);
+        std::vector<std::string> words;
+        for (std::string w; ls >> w;) words.push_back(w);
+        if (!words.empty()) out.push_back(std::move(words));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("interop: revocation: Curator's Revoker asks zklock holders, whose async_wait_revocation completes")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-revoke-z-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session z{ex, config_for(servers)};
+        co_await connect(z);
+        co_await z.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        // A mutex holder, and a shared_mutex writer that downgraded (a mark in its node's data,
+        // which the request replaces).
+        const auto path = unique_path("interop-revoke-z");
+        mutex m{z, path + "-mutex"};
+        shared_mutex rw{z, path + "-rw"};
+        std::vector<lease> held;
+        held.push_back(co_await m.async_acquire(5s));
+        held.push_back(co_await rw.async_acquire(5s));
+        co_await held[1].async_downgrade();
+        // Shared with the handlers: a lease destroyed by a failed REQUIRE completes them later.
+        auto heard = std::make_shared<std::vector<std::optional<error_code>>>(held.size());
+        for (std::size_t i = 0; i < held.size(); ++i) {
+            REQUIRE(held[i].owns_lock());
+            held[i].async_wait_revocation([heard, i](error_code ec) { (*heard)[i] = ec; });
+        }
+
+        std::vector<child> kids;
+        for (std::size_t i = 0; i < held.size(); ++i)
+            kids.push_back(spawn(curator(servers, held[i].node(), "revoke", 1, 0, dir / ("revoke-" + std::to_string(i)))));
+        co_await reap(kids, 60s);
+        for (std::size_t i = 0; i < held.size(); ++i) {
+            REQUIRE(kids[i]->status < 128);  // exited, not killed by a signal
+            CHECK(kids[i]->status == 0);
+            const auto words = log_words(dir / ("revoke-" + std::to_string(i)));
+            REQUIRE(words.size() == 1);
+            CHECK(words[0][0] == "revoke");
+            CHECK(words[0].back() == std::string(zklock::detail::base_name(held[i].node())));
+        }
+        CHECK(co_await wait_until([&] { return (*heard)[0] && (*heard)[1]; }, 10s));
+        for (std::size_t i = 0; i < held.size(); ++i) {
+            CAPTURE(held[i].node());
+            CHECK(((*heard)[i] && !*(*heard)[i]));  // completed without error: a request
+            CHECK(held[i].revocation_requested());
+            CHECK(held[i].owns_lock());  // nothing is enforced: the holder decides
+            auto [gec, data, st] = co_await z.async_get_data(held[i].node(), tuple);
+            CHECK(data == revocation_request);  // Curator's bytes, as written by its Revoker
+        }
+        // The holders cooperate: Curator's request asked for exactly this.
+        for (auto& l : held) co_await l.async_release();
+        co_await z.async_close();
+    }, std::chrono::seconds(120));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("interop: revocation: a zklock client asks a revocable Curator holder, whose listener lets go to a zklock waiter")
+{
+    const fs::path dir = fs::temp_directory_path() / ("zklock-interop-revoke-c-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    (void)curator_classpath();
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string servers = fault_server().connect_string();
+        session z{ex, config_for(servers)};
+        co_await connect(z);
+        co_await z.async_create("/zklock-test", "", create_mode::persistent, tuple);
+        const auto path = unique_path("interop-revoke-c");
+        const auto log = dir / "curator";
+        // The Curator holder waits for its listener up to 30 s (exit status 3 if never called).
+        std::vector<child> kids;
+        kids.push_back(spawn(curator(servers, path, "hold-revocable", 1, 30000, log)));
+        REQUIRE(co_await wait_until([&] { return !log_words(log).empty(); }, 30s));  // "grant <ns> <node> x"
+        const std::string curator_node = log_words(log)[0].at(2);
+
+        // How a zklock user finds the holder to ask: the queue's listing.
+        auto [lec, listing] = co_await async_list_queue(z, path, tuple);
+        REQUIRE_FALSE(lec);
+        REQUIRE(listing.entries.size() == 1);
+        const queue_entry& holder = listing.entries[0];
+        CHECK(holder.status == queue_entry::state::holder);
+        CHECK(holder.library == lock_library::curator);
+        CHECK(holder.name == curator_node);
+
+        // A zklock waiter queues behind it; then the request.
+        task_group tasks{ex};
+        mutex m{z, path};
+        std::int64_t granted_at = 0;
+        tasks.spawn([&]() -> awaitable<void> {
+            auto [ec, l] = co_await m.async_acquire(60s, asio::as_tuple(asio::use_awaitable));
+            CHECK_FALSE(ec);
+            if (ec) co_return;
+            granted_at = std::chrono::steady_clock::now().time_since_epoch().count();
+            co_await l.async_release();
+        });
+        REQUIRE(co_await wait_children(z, path, 2, 10s) == 2);
+        auto [sec, sst] = co_await z.async_set_data(path + "/" + holder.name, std::string(revocation_request), -1, tuple);
+        REQUIRE_FALSE(sec);
+
+        co_await reap(kids, 60s);
+        REQUIRE(kids[0]->status < 128);  // exited, not killed by a signal
+        CHECK_MESSAGE(kids[0]->status == 0, "3: Curator's revocation listener was never called");
+        CHECK(co_await tasks.join(20s));
+        const auto words = log_words(log);
+        REQUIRE(words.size() == 3);
+        CHECK(words[0][0] == "grant");
+        CHECK(words[1][0] == "revoked");  // its listener heard zklock's request
+        CHECK(words[2][0] == "release");
+        for (const auto& w : words) CHECK(w.at(2) == curator_node);
+        CHECK(granted_at > std::stoll(words[2][1]));  // zklock acquired after Curator let go
+        co_await z.async_close();
+    }, std::chrono::seconds(120));
+    fs::remove_all(dir);
+}
+
 // ---- Leader election ----------------------------------------------------------------------------
 //
 // zklock's election shares one path with one foreign election recipe, zklock naming its candidates

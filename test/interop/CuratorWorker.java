@@ -2,8 +2,21 @@
 //
 //   java CuratorWorker SERVERS PATH MODE ROUNDS HOLD_MS LOG [SESSION_MS]
 //   MODE: mutex (InterProcessMutex), read, write (InterProcessReadWriteLock),
-//         latch (LeaderLatch), selector (LeaderSelector)
+//         latch (LeaderLatch), selector (LeaderSelector),
+//         hold-revocable (InterProcessMutex made revocable), revoke (Revoker)
 //   SESSION_MS: the session timeout asked for (default 10000)
+//
+// Revocation (ROUNDS is ignored by both):
+//  * hold-revocable: makeRevocable(listener) on an InterProcessMutex with our Driver, acquire,
+//    log "grant <ns> <node> x", then wait up to HOLD_MS for the listener; when it is called (on
+//    the thread of the watch that read Curator's revocation bytes, "__REVOKE__", in the node:
+//    LockInternals.checkRevocableWatcher compares the data with REVOKE_MESSAGE), log
+//    "revoked <ns> <node>", then "release <ns> <node>" and release (from the acquiring thread:
+//    InterProcessMutex releases only there). Exits 3 if the listener was not called in time.
+//    Curator sets the node's revocation watch before it holds, so a request written after the
+//    "grant" line is heard.
+//  * revoke: PATH is a holder's node; Revoker.attemptRevoke(client, PATH) (a setData of
+//    REVOKE_MESSAGE; a missing node is ignored), then log "revoke <ns> <node>".
 //
 // Each round: acquire, log "grant <CLOCK_MONOTONIC ns> <node> <kind>", read the counter node
 // PATH-counter, hold HOLD_MS, write it back + 1 (writers only), log "release <ns> <node>",
@@ -59,6 +72,7 @@ import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -82,6 +96,11 @@ public class CuratorWorker {
     }
 
     public static void main(String[] args) throws Exception {
+        System.exit(run(args));
+    }
+
+    // The exit status: 0, or 3 when hold-revocable was not asked in time.
+    static int run(String[] args) throws Exception {
         String servers = args[0], path = args[1], mode = args[2];
         int rounds = Integer.parseInt(args[3]);
         long holdMs = Long.parseLong(args[4]);
@@ -91,13 +110,19 @@ public class CuratorWorker {
              CuratorFramework client = CuratorFrameworkFactory.newClient(servers, sessionMs, Math.min(sessionMs, 10000), new RetryNTimes(20, 200))) {
             client.start();
             if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) throw new RuntimeException("no connection");
+            if (mode.equals("revoke")) {
+                Revoker.attemptRevoke(client, path);
+                log.println("revoke " + System.nanoTime() + " " + path.substring(path.lastIndexOf('/') + 1));
+                return 0;
+            }
+            if (mode.equals("hold-revocable")) return holdRevocable(client, path, holdMs, log);
             if (mode.equals("latch") || mode.equals("selector")) {
                 for (int i = 0; i < rounds; ++i) {
                     String id = "curator-" + ProcessHandle.current().pid() + "-" + i;
                     if (mode.equals("latch")) latchRound(client, path, id, holdMs, log);
                     else selectorRound(client, path, id, holdMs, log);
                 }
-                return;
+                return 0;
             }
             Driver driver = new Driver();
             for (int i = 0; i < rounds; ++i) {
@@ -123,6 +148,23 @@ public class CuratorWorker {
                 lock.release();
             }
         }
+        return 0;
+    }
+
+    // hold-revocable: holds until a revocation request comes (0), or HOLD_MS passes (3).
+    static int holdRevocable(CuratorFramework client, String path, long holdMs, PrintWriter log) throws Exception {
+        Driver driver = new Driver();
+        InterProcessMutex lock = new InterProcessMutex(client, path, driver);
+        CountDownLatch asked = new CountDownLatch(1);
+        lock.makeRevocable(forLock -> asked.countDown());
+        if (!lock.acquire(60, TimeUnit.SECONDS)) throw new RuntimeException("acquire timed out");
+        String name = driver.lastPath.substring(driver.lastPath.lastIndexOf('/') + 1);
+        log.println("grant " + System.nanoTime() + " " + name + " x");
+        boolean heard = asked.await(holdMs, TimeUnit.MILLISECONDS);
+        if (heard) log.println("revoked " + System.nanoTime() + " " + name);
+        log.println("release " + System.nanoTime() + " " + name);
+        lock.release();
+        return heard ? 0 : 3;
     }
 
     // One LeaderLatch campaign: leads once, then closes (which deletes the node).
