@@ -46,7 +46,7 @@ public:
     /// Executor: the handler's associated executor (default: the session's). Never completes
     /// inside this call.
     ///
-    /// Cancellation: per-operation; terminal, partial and total are all honoured, the same way:
+    /// Cancellation: per-operation; terminal, partial and total are all honoured, in these steps:
     ///   | state                       | on cancel                                                |
     ///   |-----------------------------|----------------------------------------------------------|
     ///   | before the create is sent   | completes with operation_aborted, nothing was created     |
@@ -68,7 +68,10 @@ public:
     /// deletion goes on in the background: retried across reconnects until the node is gone, or
     /// ended by the session's expiry (the node goes with it). It survives the lock object and
     /// ends with the session object (a closed session's ephemeral nodes are gone). Counted in
-    /// metrics_snapshot::background_cleanups (and _pending while it runs).
+    /// metrics_snapshot::background_cleanups (and _pending while it runs). That grace is for
+    /// terminal and partial cancellation (and the timeout). A total cancellation alone promises no
+    /// side effect (Asio's definition), so it has no grace: it completes with operation_aborted
+    /// only once our node is known gone (or the session ended), however long the server takes.
     ///
     /// Errors: errc::timeout, errc::would_block (try), asio::error::operation_aborted,
     /// errc::invalid_path, errc::not_connected, errc::session_expired, errc::session_closed,
@@ -85,7 +88,7 @@ public:
     /// is kept alive by the operation.
     ///
     /// Thread safety: call from the session's executor (or its strand).
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire(duration timeout, Token&& token = {})
     {
         return initiate(policy_, false, timeout, std::forward<Token>(token));
@@ -104,7 +107,7 @@ public:
     /// Lifetimes: as async_acquire(duration, Token&&).
     ///
     /// Thread safety: as async_acquire(duration, Token&&).
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire(Token&& token = {})
     {
         return initiate(policy_, false, std::nullopt, std::forward<Token>(token));
@@ -129,7 +132,7 @@ public:
     /// Lifetimes: as async_acquire.
     ///
     /// Thread safety: as async_acquire.
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_try_acquire(Token&& token = {})
     {
         return initiate(policy_, true, std::nullopt, std::forward<Token>(token));

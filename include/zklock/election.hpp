@@ -97,7 +97,7 @@ public:
     /// Lifetimes: as lease::async_release.
     ///
     /// Thread safety: as lease::async_release.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_resign(Token&& token = {})
     {
         return async_release(std::forward<Token>(token));
@@ -123,7 +123,7 @@ public:
     /// Lifetimes: as lease's class says (the operation keeps the lease's state alive).
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_proclaim(std::string value, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -191,7 +191,7 @@ public:
     /// operation_aborted.
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, leader_info)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_next(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, leader_info)>(
@@ -247,7 +247,7 @@ public:
     /// Lifetimes: as basic_lock::async_acquire.
     ///
     /// Thread safety: as basic_lock::async_acquire.
-    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, leadership)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_campaign(std::string value, duration timeout, Token&& token = {})
     {
         return campaign(std::move(value), timeout <= duration::zero(), timeout <= duration::zero() ? std::nullopt : std::optional(timeout),
@@ -267,7 +267,7 @@ public:
     /// Lifetimes: as basic_lock::async_acquire.
     ///
     /// Thread safety: as basic_lock::async_acquire.
-    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, leadership)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_campaign(std::string value, Token&& token = {})
     {
         return campaign(std::move(value), false, std::nullopt, std::forward<Token>(token));
@@ -287,7 +287,7 @@ public:
     /// Lifetimes: as basic_lock::async_try_acquire.
     ///
     /// Thread safety: as basic_lock::async_try_acquire.
-    template <asio::completion_token_for<void(error_code, leadership)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, leadership)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_try_campaign(std::string value, Token&& token = {})
     {
         return campaign(std::move(value), true, std::nullopt, std::forward<Token>(token));
@@ -312,7 +312,7 @@ public:
     /// Lifetimes: the session's state is kept alive by the operation.
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code, leader_info)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, leader_info)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_leader(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, leader_info)>(

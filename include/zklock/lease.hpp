@@ -93,7 +93,8 @@ inline constexpr std::string_view revocation_request = "__REVOKE__";
 /// then runs on asio::system_executor (a thread of its own), the one exception; bind an
 /// executor to the handler to choose. The operation keeps the lease's state alive (the lease
 /// object may be destroyed or moved meanwhile); cancellation, where accepted, takes terminal,
-/// partial and total alike; the handler's allocator is used as session's operations say.
+/// partial and total alike for the waits (they have no side effect), and as async_release says
+/// for the release; the handler's allocator is used as session's operations say.
 ///
 /// Thread safety: use a lease from its session's executor (the strand, if the io_context runs on
 /// several threads). That includes the queries (status(), valid_until(), owns_lock(),
@@ -179,9 +180,10 @@ public:
     ///
     /// Executor: as the class says.
     ///
-    /// Cancellation (any type) stops the wait, not the release: completes at once with
-    /// operation_aborted, and the deletion goes on in the background (so a release raced against
-    /// a timer with `||` returns when the timer fires).
+    /// Cancellation: terminal and partial stop the wait, not the release: it completes at once
+    /// with operation_aborted, and the deletion goes on in the background (so a release raced
+    /// against a timer with `||` returns when the timer fires). Total alone is ignored: a release
+    /// cannot be undone, so the operation completes as uncancelled.
     ///
     /// Errors: errc::already_released (empty or already released lease: nothing sent),
     /// zk_errc::no_auth (someone re-ACLed our node).
@@ -189,7 +191,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_release(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -214,7 +216,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_wait_lost(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -241,7 +243,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_wait_revocation(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -271,7 +273,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_guarded_multi(std::vector<multi_op> ops, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
@@ -307,7 +309,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_downgrade(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -330,7 +332,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, lease_status)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease_status)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_wait_status_change(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, lease_status)>(

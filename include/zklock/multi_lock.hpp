@@ -78,9 +78,11 @@ public:
     /// Executor: the handler's associated executor (default: the session's); never completes
     /// inside this call.
     ///
-    /// Cancellation: terminal, partial and total alike. The acquire in flight is cancelled (it
-    /// deletes its node, as basic_lock::async_acquire documents per state), then every lease
-    /// taken so far is released, then the operation completes with operation_aborted.
+    /// Cancellation: terminal, partial and total. The acquire in flight is cancelled with the same
+    /// type (it deletes its node, as basic_lock::async_acquire documents per state), then every
+    /// lease taken so far is released, then the operation completes with operation_aborted:
+    /// for terminal and partial within the cleanup grace, the rest going on in the background;
+    /// for total alone once every node is known gone.
     /// Deadline: as a single acquire's, the operation completes within the cleanup grace (250 ms)
     /// of its deadline or cancellation whatever the server does, plus one more grace for the
     /// releases of what was taken: a release the server has not confirmed by then goes on in the
@@ -96,7 +98,7 @@ public:
     /// Lifetimes: the multi_lock object may be destroyed while the operation runs.
     ///
     /// Thread safety: call from the session's executor.
-    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire(duration timeout, Token&& token = {})
     {
         return initiate(timeout, std::forward<Token>(token));
@@ -115,7 +117,7 @@ public:
     /// Lifetimes: as async_acquire(duration, Token&&).
     ///
     /// Thread safety: as async_acquire(duration, Token&&).
-    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<lease>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire(Token&& token = {})
     {
         return initiate(std::nullopt, std::forward<Token>(token));

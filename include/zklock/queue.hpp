@@ -89,7 +89,7 @@ void initiate_list_queue(session_ptr s, std::string path, handler<error_code, qu
 /// Lifetimes: the session's state is kept alive by the operation.
 ///
 /// Thread safety: call from the session's executor.
-template <asio::completion_token_for<void(error_code, queue_listing)> Token = asio::deferred_t>
+template <asio::completion_token_for<void(error_code, queue_listing)> Token = detail::default_token_t<asio::any_io_executor>>
 auto async_list_queue(session& s, std::string path, Token&& token = {})
 {
     return asio::async_initiate<Token, void(error_code, queue_listing)>(

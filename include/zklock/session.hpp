@@ -65,7 +65,7 @@ public:
     /// destroyed meanwhile (a watch nobody holds or waits on is forgotten).
     ///
     /// Thread safety: from the session's executor.
-    template <asio::completion_token_for<void(error_code, watch_event)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, watch_event)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_wait(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, watch_event)>(
@@ -181,9 +181,10 @@ public:
     ///
     /// Completion signature: void(error_code).
     ///
-    /// Executor: as the class says. Host names are resolved once per ZooKeeper session, by the C
-    /// client, inside this call and on the calling thread (getaddrinfo blocks: give addresses, or
-    /// names in /etc/hosts, where a slow resolver must not hold the executor up).
+    /// Executor: as the class says. Host names are resolved once per ZooKeeper session, off the
+    /// executor (an asio::ip::tcp::resolver: getaddrinfo on Asio's resolver thread); a list of
+    /// addresses is parsed within the call. state() is connecting while a lookup runs, and the
+    /// connect timeout covers it.
     ///
     /// Cancellation (any type): completes at once with operation_aborted. If no other
     /// async_connect is waiting, the attempt is abandoned as after a timeout (state() goes back to
@@ -198,7 +199,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_connect(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -226,7 +227,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_close(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -246,7 +247,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, session_state)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, session_state)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_wait_state_change(Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, session_state)>(
@@ -273,16 +274,18 @@ public:
     /// is listed (the C client's own rebalancing is not used: it compares addresses without their
     /// ports, and drops a connection without failing the requests in flight).
     ///
-    /// Host names are resolved within the call (getaddrinfo, which may block on DNS, as the C client
-    /// does at every connect); a host that does not resolve is left out, as the C client does. The
-    /// addresses found serve until the next set_servers; a fresh ZooKeeper session (after an
-    /// expiry with reconnect_on_expiry, or a later async_connect) starts from config().servers and
-    /// resolves again. From the return on, config().servers is the new list with the session's
-    /// chroot. The same hosts in another order change nothing.
+    /// A list of addresses is taken within the call. A list that names a host is looked up off the
+    /// executor (asio::ip::tcp::resolver) and taken, as above, when the lookup ends; a later
+    /// set_servers supersedes a lookup still under way, and if no host of it resolves, the
+    /// session keeps its addresses and the client log says so. A host that does not resolve is
+    /// left out, as the C client does. The addresses found serve until the next set_servers; a
+    /// fresh ZooKeeper session (after an expiry with reconnect_on_expiry, or a later async_connect)
+    /// starts from config().servers and resolves again. config().servers is the new list with the
+    /// session's chroot from the return on (a list of addresses) or once its lookup has found an
+    /// address. The same hosts in another order change nothing.
     ///
     /// Errors (and then nothing has changed): errc::invalid_servers (malformed, as
-    /// validate_servers says), errc::chroot_mismatch, errc::unresolvable_host (no host resolves),
-    /// errc::session_closed.
+    /// validate_servers says), errc::chroot_mismatch, errc::session_closed.
     /// Lifetimes: `servers` is copied. Thread safety: call from the session's executor.
     /// With session_config::follow_ensemble the next change of the ensemble's configuration
     /// replaces what was set here.
@@ -304,7 +307,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
@@ -325,7 +328,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_remove(std::string path, Token&& token = {})
     {
         return async_remove(std::move(path), -1, std::forward<Token>(token));
@@ -343,7 +346,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_remove(std::string path, std::int32_t version, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code)>(
@@ -364,7 +367,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_exists(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>)>(
@@ -386,7 +389,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>, watch)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::optional<zklock::stat>, watch)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_watch_exists(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::optional<zklock::stat>, watch)>(
@@ -406,7 +409,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_get_data(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat)>(
@@ -427,7 +430,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::string, zklock::stat, watch)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::string, zklock::stat, watch)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_watch_data(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::string, zklock::stat, watch)>(
@@ -448,7 +451,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_set_data(std::string path, std::string data, Token&& token = {})
     {
         return async_set_data(std::move(path), std::move(data), -1, std::forward<Token>(token));
@@ -466,7 +469,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, zklock::stat)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_set_data(std::string path, std::string data, std::int32_t version, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, zklock::stat)>(
@@ -487,7 +490,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::vector<std::string>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<std::string>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_get_children(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<std::string>)>(
@@ -508,7 +511,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::vector<std::string>, watch)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<std::string>, watch)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_watch_children(std::string path, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<std::string>, watch)>(
@@ -534,7 +537,7 @@ public:
     /// Lifetimes: as the class says.
     ///
     /// Thread safety: as the class says.
-    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, std::vector<multi_result>)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_multi(std::vector<multi_op> ops, Token&& token = {})
     {
         return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(

@@ -47,7 +47,7 @@ public:
     /// Lifetimes: as basic_lock::async_acquire(duration, Token&&).
     ///
     /// Thread safety: as basic_lock::async_acquire(duration, Token&&).
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire_shared(duration timeout, Token&& token = {})
     {
         return initiate(reader, false, timeout, std::forward<Token>(token));
@@ -66,7 +66,7 @@ public:
     /// Lifetimes: as basic_lock::async_acquire(duration, Token&&).
     ///
     /// Thread safety: as basic_lock::async_acquire(duration, Token&&).
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_acquire_shared(Token&& token = {})
     {
         return initiate(reader, false, std::nullopt, std::forward<Token>(token));
@@ -85,7 +85,7 @@ public:
     /// Lifetimes: as basic_lock::async_try_acquire.
     ///
     /// Thread safety: as basic_lock::async_try_acquire.
-    template <asio::completion_token_for<void(error_code, lease)> Token = asio::deferred_t>
+    template <asio::completion_token_for<void(error_code, lease)> Token = detail::default_token_t<asio::any_io_executor>>
     auto async_try_acquire_shared(Token&& token = {})
     {
         return initiate(reader, true, std::nullopt, std::forward<Token>(token));

@@ -28,7 +28,7 @@ namespace zklock::detail {
 
 session_impl::session_impl(asio::any_io_executor ex, session_config cfg)
     : ex_(std::move(ex)), cfg_(std::move(cfg)), log_(std::make_shared<log_sink>(cfg_.logger, cfg_.logger_level)), core_(*this, *this, cfg_.session_timeout, cfg_.reconnect_on_expiry),
-      desc_(ex_), timer_(ex_), connect_timer_(ex_),
+      desc_(ex_), timer_(ex_), connect_timer_(ex_), resolver_(ex_),
       // After the I/O objects above, which register the reactor: an execution context shuts its
       // services down newest first, so the close thread is joined before the reactor destroys the
       // waits still pending (a close's wait holds the results of the C callbacks).
@@ -110,10 +110,9 @@ error_code session_impl::start_handle()
     raise_client_log_level(
         std::max(levels[std::clamp(cfg_.client_log_level, 0, 4)], log_->has_logger() ? zoo_log_level(cfg_.logger_level) : 0));
     const log_scope scope(log_.get());
-    // The list is resolved first (resolve_servers, on this thread): the C client is handed
-    // numeric addresses, so zookeeper_init fails only for want of memory (or, should a numeric
-    // address not parse, as for a name that does not resolve).
-    const split_servers parts = split_chroot(cfg_.servers);
+    // The list is resolved first: the C client is handed numeric addresses, so zookeeper_init
+    // fails only for want of memory (or, should a numeric address not parse, as for a name that
+    // does not resolve), and never looks a name up itself.
     error_code ec;
     if (cfg_.tls.enabled && !tls_) {
         tls_ = tls_context::create(cfg_.tls, ec);
@@ -121,8 +120,31 @@ error_code session_impl::start_handle()
     }
     tls_refusals_.clear();
     tls_last_refusal_ = {};
-    pending_list l = resolve_servers(parts.hosts, ec);
-    if (ec) return ec;
+    const split_servers parts = split_chroot(cfg_.servers);
+    if (auto l = numeric_servers(parts.hosts)) {
+        if ((ec = l->finish())) return ec;
+        return open_handle(std::move(*l));
+    }
+    // A host name: looked up off the executor (getaddrinfo may wait on DNS for many seconds).
+    // Meanwhile the state is connecting, so that the connect's timeout, its cancellation and
+    // close end the attempt as they end a handle's.
+    const std::uint64_t lookup = handle_lookup_ = ++lookups_;
+    core_.apply(core_.fsm_events().on_handle_started());
+    resolve_servers(parts.hosts, [this, lookup, hosts = std::string(parts.hosts)](error_code ec, pending_list l) {
+        if (lookup != handle_lookup_) return;  // the attempt was abandoned, or the session closed
+        handle_lookup_ = 0;
+        // set_servers changed the list meanwhile: look the new one up (or take its addresses).
+        if (!same_entries(split_chroot(cfg_.servers).hosts, hosts)) ec = start_handle();
+        else if (!ec) ec = open_handle(std::move(l));
+        if (ec) core_.apply(core_.fsm_events().on_connect_timeout(ec));  // ends the attempt
+    });
+    return {};
+}
+
+error_code session_impl::open_handle(pending_list l)
+{
+    const log_scope scope(log_.get());
+    const split_servers parts = split_chroot(cfg_.servers);
     errno = 0;
     chan_ = std::make_shared<client_channel>();  // the last handle's may still be closing its socket
     if (tls_) set_tls_setup(l);
@@ -275,7 +297,7 @@ std::uint64_t session_impl::connect(void_cb cb)
     if (cfg_.session_timeout <= std::chrono::milliseconds::zero() || cfg_.connect_timeout <= std::chrono::milliseconds::zero())
         return post_result(std::move(cb), errc::invalid_argument);
     if (state() == session_state::connected) return post_result(std::move(cb), {});
-    if (!zh_)
+    if (!zh_ && !handle_lookup_)  // (a lookup under way: its handle comes)
         if (auto ec = start_handle()) return post_result(std::move(cb), ec);
     const std::uint64_t id = ++next_connect_id_;
     connect_waiters_.emplace_back(id, std::move(cb));
@@ -336,6 +358,8 @@ void session_impl::close(void_cb cb)
         return;
     }
     core_.apply(core_.fsm_events().on_close());
+    handle_lookup_ = servers_lookup_ = 0;
+    resolver_.cancel();  // a lookup under way completes its handler now; getaddrinfo itself runs on
 
     // The C client's close sends the close request and waits (poll) for the server's reply. Keep
     // that off the executor: the close_service's thread owns the handle from here on.

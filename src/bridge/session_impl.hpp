@@ -36,8 +36,11 @@
 #include <zklock/detail/unique_function.hpp>
 #include <zklock/types.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
 
 #include <unordered_map>
 
@@ -66,6 +69,7 @@ public:
 
     // zk_port
     const asio::any_io_executor& executor() const noexcept override { return ex_; }
+    bool has_run_handlers() const noexcept override { return ran_handlers_.load(std::memory_order_relaxed); }
     session_state state() const noexcept override { return core_.fsm().state(); }
     std::uint64_t generation() const noexcept override { return core_.fsm().generation(); }
     std::uint64_t connections() const noexcept override { return connections_; }
@@ -132,7 +136,9 @@ public:
 private:
     // session_impl.cpp
     /// Starts a C handle; on failure (zh_ stays null) why: errc::unresolvable_host when no host
-    /// name of the list resolved, else a system error.
+    /// name of the list resolved, else a system error. A list of addresses starts it within the
+    /// call; one that names a host is looked up off the executor (resolver_) with the state
+    /// connecting meanwhile, and a failure then ends the attempt as a connect timeout does.
     error_code start_handle();
     // session_io: the effects of the core's decisions on the C handle, its waiters and watches.
     void apply_io(const session_effects& e) override;
@@ -161,10 +167,25 @@ private:
         std::string numeric;  // "ip:port,..." as the C client reads it (IPv6 without brackets)
         std::vector<server_address> addresses;
         std::vector<std::string> hosts;  // the host of the server list each address is of
+
+        /// Adds one address of `host`, unless the list has it already.
+        void add(const sockaddr* a, socklen_t len, const std::string& host);
+        /// Done adding: errc::unresolvable_host if empty; else made of odd length.
+        error_code finish();
     };
-    /// The list to give the C client for the host list `hosts` (no chroot): their addresses; of
-    /// odd length. errc::unresolvable_host if no host resolves.
-    pending_list resolve_servers(std::string_view hosts, error_code& ec);
+    /// The list to give the C client for the host list `hosts` (no chroot) when every host of it
+    /// is an address (parsed, never looked up); nothing when one is a name.
+    static std::optional<pending_list> numeric_servers(std::string_view hosts);
+    /// The list for `hosts` resolved by resolver_, whose lookups run on Asio's resolver thread, not
+    /// on the executor: `done` runs on the executor, with errc::unresolvable_host if no host
+    /// resolves; not at all if the session is gone.
+    void resolve_servers(std::string_view hosts, unique_function<void(error_code, pending_list)> done);
+    struct resolve_job;
+    void resolve_next(std::shared_ptr<resolve_job> job);
+    /// set_servers' second half, with the new list resolved.
+    void take_servers(std::string servers_with_chroot, pending_list l);
+    /// start_handle's second half (session_impl.cpp): the C handle for the resolved list `l`.
+    error_code open_handle(pending_list l);
     void apply_servers();
     void install_servers();
     /// Whether the server the socket is connected to is in `l`.
@@ -288,6 +309,11 @@ private:
     bool servers_posted_ = false;                  // apply_servers() is posted
     std::shared_ptr<watch_state> config_watch_;    // follow_ensemble: on /zookeeper/config
     std::uint64_t config_reads_ = 0;               // the latest read of it
+    asio::ip::tcp::resolver resolver_;             // host names, looked up on Asio's resolver thread
+    std::uint64_t handle_lookup_ = 0;              // start_handle's latest lookup (0: none pending)
+    std::uint64_t servers_lookup_ = 0;             // set_servers' latest lookup
+    std::uint64_t lookups_ = 0;                    // lookups started
+    std::atomic<bool> ran_handlers_{false};        // see has_run_handlers()
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).

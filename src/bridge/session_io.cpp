@@ -287,6 +287,7 @@ constexpr std::size_t max_drain_bytes = std::size_t{4} << 20;
 
 void session_impl::process(int events)
 {
+    ran_handlers_.store(true, std::memory_order_relaxed);
     if (!zh_) return;
     const log_scope scope(log_.get());
     if (events & ZOOKEEPER_WRITE) chan_->flush();
@@ -405,6 +406,7 @@ zhandle_t* session_impl::detach_handle()
 // nothing then, and does not block. A connected one is closed by close(), on the close thread.
 void session_impl::close_handle_inline()
 {
+    handle_lookup_ = 0;  // an attempt still looking its names up is abandoned with the handle
     if (zhandle_t* zh = detach_handle()) {
         const log_scope scope(log_.get());
         zookeeper_close(zh);  // its callbacks (ZCLOSING) land in completed_

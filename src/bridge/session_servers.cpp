@@ -31,58 +31,97 @@
 
 namespace zklock::detail {
 
-session_impl::pending_list session_impl::resolve_servers(std::string_view hosts, error_code& ec)
+void session_impl::pending_list::add(const sockaddr* a, socklen_t len, const std::string& host)
 {
-    ec = {};
+    if ((a->sa_family != AF_INET && a->sa_family != AF_INET6) || len > sizeof(sockaddr_storage)) return;
+    server_address s;
+    std::memcpy(&s.addr, a, len);
+    s.len = len;
+    if (std::any_of(addresses.begin(), addresses.end(), [&](const server_address& x) { return same_address(x.addr, s.addr); }))
+        return;
+    char ip[NI_MAXHOST], serv[NI_MAXSERV];
+    if (::getnameinfo(a, len, ip, sizeof ip, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) return;
+    // The C client cuts "host:port" at the last ':', so an IPv6 address goes without brackets; it
+    // reads the port with strtol(..., 0), so in plain decimal ("010" is octal).
+    if (!numeric.empty()) numeric += ',';
+    numeric.append(ip).append(":").append(serv);
+    addresses.push_back(s);
+    hosts.push_back(host);
+}
+
+error_code session_impl::pending_list::finish()
+{
+    if (addresses.empty()) return errc::unresolvable_host;
+    // After a failed attempt the 3.8 C client moves two places along its list (handle_error's
+    // addrvec_next, then zookeeper_interest's): through a list of even length it only ever tries
+    // every other server, and one whose live servers sit on the other places never reconnects.
+    // An odd length reaches every place: an even list gets its first address once more.
+    if (addresses.size() % 2 == 0) {
+        // (Appends, not `"," + std::string(...)`: GCC 12 at -O3 takes that for an overlapping
+        // memcpy, -Wrestrict. A copy of the entry first: it views `numeric`, which may move.)
+        const std::string first(server_entries(numeric).front());
+        numeric.append(",").append(first);
+        addresses.push_back(addresses.front());
+        hosts.push_back(hosts.front());
+    }
+    return {};
+}
+
+std::optional<session_impl::pending_list> session_impl::numeric_servers(std::string_view hosts)
+{
+    // AI_NUMERICHOST: getaddrinfo parses the address (a scope id included) and never looks a
+    // name up, so this does not block.
     pending_list l;
-    // Resolved here (getaddrinfo, on this thread), once: the C client is handed addresses, so it
-    // has nothing left to resolve (nor to fail on) at its reconnects.
     for (std::string_view entry : server_entries(hosts)) {
         auto [host, port] = host_and_port(entry);
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;
         hints.ai_protocol = IPPROTO_TCP;
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
         addrinfo* res = nullptr;
-        if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) continue;  // as the C client: skip it
-        for (addrinfo* a = res; a; a = a->ai_next) {
-            if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(sockaddr_storage))
-                continue;
-            server_address s;
-            std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
-            s.len = a->ai_addrlen;
-            const bool seen = std::any_of(l.addresses.begin(), l.addresses.end(),
-                                          [&](const server_address& x) { return same_address(x.addr, s.addr); });
-            char ip[NI_MAXHOST], serv[NI_MAXSERV];
-            if (seen || ::getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof ip, serv, sizeof serv,
-                                      NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-                continue;
-            // The C client cuts "host:port" at the last ':', so an IPv6 address goes without
-            // brackets; it reads the port with strtol(..., 0), so in plain decimal ("010" is octal).
-            if (!l.numeric.empty()) l.numeric += ',';
-            l.numeric.append(ip).append(":").append(serv);
-            l.addresses.push_back(s);
-            l.hosts.push_back(host);
-        }
+        if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return std::nullopt;  // a name
+        for (addrinfo* a = res; a; a = a->ai_next) l.add(a->ai_addr, a->ai_addrlen, host);
         ::freeaddrinfo(res);
     }
-    if (l.addresses.empty()) {
-        ec = errc::unresolvable_host;
-        return l;
-    }
-    // After a failed attempt the 3.8 C client moves two places along its list (handle_error's
-    // addrvec_next, then zookeeper_interest's): through a list of even length it only ever tries
-    // every other server, and one whose live servers sit on the other places never reconnects.
-    // An odd length reaches every place: an even list gets its first address once more.
-    if (l.addresses.size() % 2 == 0) {
-        // (Appends, not `"," + std::string(...)`: GCC 12 at -O3 takes that for an overlapping
-        // memcpy, -Wrestrict. A copy of the entry first: it views l.numeric, which may move.)
-        const std::string first(server_entries(l.numeric).front());
-        l.numeric.append(",").append(first);
-        l.addresses.push_back(l.addresses.front());
-        l.hosts.push_back(l.hosts.front());
-    }
     return l;
+}
+
+// One lookup of a host list: its entries in turn, each by resolver_ (getaddrinfo on Asio's
+// resolver thread), the addresses gathered in list order.
+struct session_impl::resolve_job {
+    std::vector<std::pair<std::string, std::string>> entries;  // host, port
+    std::size_t next = 0;
+    pending_list list;
+    unique_function<void(error_code, pending_list)> done;
+};
+
+void session_impl::resolve_servers(std::string_view hosts, unique_function<void(error_code, pending_list)> done)
+{
+    auto job = std::make_shared<resolve_job>();
+    for (std::string_view entry : server_entries(hosts)) job->entries.push_back(host_and_port(entry));
+    job->done = std::move(done);
+    resolve_next(std::move(job));
+}
+
+void session_impl::resolve_next(std::shared_ptr<resolve_job> job)
+{
+    if (job->next == job->entries.size()) {
+        const error_code ec = job->list.finish();
+        return job->done(ec, std::move(job->list));
+    }
+    const auto& [host, port] = job->entries[job->next++];
+    // No flags: the hints of the C client's own lookup (no AI_ADDRCONFIG, which would drop
+    // "localhost" on a host with loopback addresses only). A host that does not resolve is
+    // skipped, as the C client does.
+    resolver_.async_resolve(host, port, asio::ip::resolver_base::flags(),
+                            [weak = weak_from_this(), job](error_code ec, asio::ip::tcp::resolver::results_type r) mutable {
+                                auto self = weak.lock();
+                                if (!self || ec == asio::error::operation_aborted) return;  // closed
+                                const std::string& host = job->entries[job->next - 1].first;
+                                for (const auto& e : r) job->list.add(e.endpoint().data(), static_cast<socklen_t>(e.endpoint().size()), host);
+                                self->resolve_next(std::move(job));
+                            });
 }
 
 error_code session_impl::set_servers(std::string servers)
@@ -96,26 +135,45 @@ error_code session_impl::set_servers(std::string servers)
     if (servers.find('/') != std::string::npos && next.chroot != current.chroot) return errc::chroot_mismatch;
     if (same_entries(next.hosts, current.hosts)) return {};
 
+    servers_lookup_ = 0;  // a lookup still under way is superseded
     if (cfg_.tls.enabled && !tls_) {  // no handle yet: the first one resolves the list
         cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
         return {};
     }
-    error_code ec;
-    pending_list l = resolve_servers(next.hosts, ec);
-    if (ec) return ec;
+    std::string with_chroot = std::string(next.hosts) + std::string(current.chroot);
+    if (auto l = numeric_servers(next.hosts)) {
+        if (auto ec = l->finish()) return ec;
+        take_servers(std::move(with_chroot), std::move(*l));
+        return {};
+    }
+    // A host name: looked up off the executor. The list is taken when the lookup ends (a later
+    // set_servers supersedes it); if no host resolves, the session keeps the addresses it has.
+    const std::uint64_t lookup = servers_lookup_ = ++lookups_;
+    resolve_servers(next.hosts, [this, lookup, with_chroot = std::move(with_chroot)](error_code ec, pending_list l) mutable {
+        if (lookup != servers_lookup_ || state() == session_state::closed) return;
+        servers_lookup_ = 0;
+        if (ec) {
+            client_log(("the server list " + with_chroot + " was not taken: " + ec.message()).c_str());
+            return;
+        }
+        take_servers(std::move(with_chroot), std::move(l));
+    });
+    return {};
+}
 
-    cfg_.servers = std::string(next.hosts) + std::string(current.chroot);
-    if (!zh_) return {};  // the next handle starts with cfg_.servers
+void session_impl::take_servers(std::string servers_with_chroot, pending_list l)
+{
+    cfg_.servers = std::move(servers_with_chroot);
+    if (!zh_) return;  // the next handle starts with cfg_.servers
     pending_servers_ = std::move(l);
     // From a posted handler: dropping the connection completes the requests in flight, and a
-    // handler must not run inside this call.
+    // handler must not run inside set_servers.
     if (!servers_posted_) {
         servers_posted_ = true;
         asio::post(ex_, [w = weak_from_this()] {
             if (auto self = w.lock()) self->apply_servers();
         });
     }
-    return {};
 }
 
 bool session_impl::peer_listed(const pending_list& l) const

@@ -9,6 +9,13 @@
 
 namespace zklock::detail {
 
+/// What a debug build does when an operation is started off its session's executor: by default,
+/// print what and abort. Tests replace it to observe the check.
+using wrong_thread_handler = void (*)(const char* what) noexcept;
+extern wrong_thread_handler wrong_thread;
+/// True in a debug build of the library (NDEBUG not defined), where the callers are checked.
+bool caller_checks_enabled() noexcept;
+
 /// True if the calling thread runs `ex` now, as far as its type tells: an io_context's executor
 /// (with or without tracked work) or a strand of one answers running_in_this_thread(); any other
 /// executor cannot say, and is taken on trust.

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace zklock::detail {
@@ -86,34 +87,51 @@ private:
     handler<Args...> h_;
 };
 
-/// Every operation of zklock honours all three cancellation types (terminal, partial, total) the
-/// same way: it undoes what it did, so nothing partial is left behind.
+/// A signal of any of the three cancellation types (terminal, partial, total).
 inline bool is_cancellation(asio::cancellation_type t) noexcept
 {
     return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) !=
            asio::cancellation_type::none;
 }
 
+/// A signal that asks for total cancellation only: Asio's "no apparent side effects", so an
+/// operation may complete for it only once all it did is undone (never with work left in the
+/// background), and must ignore it where it cannot undo.
+inline bool total_only(asio::cancellation_type t) noexcept
+{
+    return is_cancellation(t) &&
+           (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) == asio::cancellation_type::none;
+}
+
 /// Connects the handler's cancellation slot, if it has one, to `on_cancel`, which runs posted to
 /// `ex` (the session's executor): a signal may be emitted from anywhere (another operation's
-/// completion, another thread's strand). `on_cancel` is copied for each signal; it should hold
-/// the operation weakly.
+/// completion, another thread's strand). `on_cancel` is called with the signal's
+/// asio::cancellation_type if it takes one, else with nothing; it is copied for each signal and
+/// should hold the operation weakly.
 template <class... Args, class F>
 void on_cancellation(const stored_handler<Args...>& h, const asio::any_io_executor& ex, F on_cancel)
 {
     auto slot = h.slot();
     if (!slot.is_connected()) return;
     slot.assign([ex, on_cancel = std::move(on_cancel)](asio::cancellation_type t) {
-        if (is_cancellation(t)) asio::post(ex, on_cancel);
+        if (!is_cancellation(t)) return;
+        if constexpr (std::is_invocable_v<F&, asio::cancellation_type>)
+            asio::post(ex, [on_cancel, t]() mutable { on_cancel(t); });
+        else
+            asio::post(ex, on_cancel);
     });
 }
 
 /// Cancellation of a wait that has no side effect to undo: completes the handler at once with
 /// operation_aborted (on the session's executor); whatever completes later finds it empty.
+/// With `side_effects`, the wait is for work that goes on whatever the signal (a release): then
+/// a total cancellation, which promises no side effect, is ignored.
 template <class... Rest>
-void allow_cancel(const std::shared_ptr<stored_handler<error_code, Rest...>>& sh, const asio::any_io_executor& ex)
+void allow_cancel(const std::shared_ptr<stored_handler<error_code, Rest...>>& sh, const asio::any_io_executor& ex,
+                  bool side_effects = false)
 {
-    on_cancellation(*sh, ex, [weak = std::weak_ptr(sh)] {
+    on_cancellation(*sh, ex, [weak = std::weak_ptr(sh), side_effects](asio::cancellation_type t) {
+        if (side_effects && total_only(t)) return;
         if (auto h = weak.lock(); h && *h) h->complete(asio::error::operation_aborted, Rest{}...);
     });
 }

@@ -83,8 +83,8 @@ public:
             in_initiation_ = false;
             return;
         }
-        on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted);
+        on_cancellation(h_, s_->executor(), [weak = weak_from_this()](asio::cancellation_type t) {
+            if (auto self = weak.lock()) self->cancel(asio::error::operation_aborted, total_only(t));
         });
         if (timeout) {
             timer_ = s_->make_timer();
@@ -128,7 +128,9 @@ private:
         });
     }
 
-    void cancel(error_code reason)
+    /// `undo_first`: a total cancellation, which completes only once the node is known gone (no
+    /// grace: the operation leaves nothing behind, even if the server takes long to answer).
+    void cancel(error_code reason, bool undo_first = false)
     {
         if (fsm_.finished() || detached_) return;
         if (waiting_session_) {  // nothing sent yet
@@ -136,7 +138,7 @@ private:
             return run(fsm_.on_cancel(reason));
         }
         run(fsm_.on_cancel(reason));
-        if (fsm_.finished() || grace_armed_) return;  // a later reason does not move the grace on
+        if (fsm_.finished() || grace_armed_ || undo_first) return;  // a later reason does not move the grace on
         grace_armed_ = true;
         // Our node (or a create whose outcome is unknown) is being taken away. A healthy server
         // answers within the grace and the acquire completes once the node is gone; one that does

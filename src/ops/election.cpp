@@ -200,6 +200,7 @@ void observer_machine::fail(error_code ec)
 class observer_state final : public step_runner {
 public:
     observer_state(session_ptr s, std::string path) : step_runner(std::move(s), held::by_owner), m_(std::move(path)) {}
+    const zk_port* port() const noexcept { return s_.get(); }
 
     void start()
     {
@@ -258,6 +259,11 @@ std::shared_ptr<observer_state> start_observer(session_ptr s, std::string path)
     auto o = std::make_shared<observer_state>(std::move(s), std::move(path));
     o->start();
     return o;
+}
+
+void check_caller(const std::shared_ptr<observer_state>& o) noexcept
+{
+    if (o) check_caller_on(o->port());
 }
 
 asio::any_io_executor executor_of(const std::shared_ptr<observer_state>& o) noexcept

@@ -333,6 +333,11 @@ template <class... Args> void post_now(const std::shared_ptr<lease_state>& s, ha
 
 }  // namespace
 
+void check_caller(const std::shared_ptr<lease_state>& l) noexcept
+{
+    if (l) check_caller_on(l->session().get());
+}
+
 asio::any_io_executor executor_of(const std::shared_ptr<lease_state>& l) noexcept
 {
     return l ? l->session()->executor() : asio::any_io_executor(asio::system_executor());
@@ -343,7 +348,9 @@ void initiate_release(std::shared_ptr<lease_state> s, handler<error_code> h)
     if (!s || ZKLOCK_MUTANT(mutant::released_release_inline, s->status() == lease_status::released, false))
         return post_now<error_code>(s, std::move(h), errc::already_released);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
-    allow_cancel(sh, s->session()->executor());  // stops the wait; the deletion goes on
+    // Terminal and partial stop the wait, and the deletion goes on; total is ignored (a release
+    // cannot be undone).
+    allow_cancel(sh, s->session()->executor(), true);
     s->release([sh](error_code ec) {
         if (*sh) sh->complete(ec);
     });

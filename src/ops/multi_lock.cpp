@@ -46,10 +46,14 @@ public:
         in_initiation_ = true;
         auto first = fsm_.start(s_->now());
         if (!fsm_.done()) {
-            // Every cancellation type, the same way: the acquire in flight undoes itself (it gets
-            // the signal), and we release what was taken.
-            on_cancellation(h_, s_->executor(), [weak = weak_from_this()] {
-                if (auto self = weak.lock()) self->perform(self->fsm_.cancel());
+            // The acquire in flight undoes itself (it gets the signal, of the same type), and we
+            // release what was taken. A total cancellation completes once that is done, with no
+            // grace: nothing is left behind.
+            on_cancellation(h_, s_->executor(), [weak = weak_from_this()](asio::cancellation_type t) {
+                if (auto self = weak.lock()) {
+                    self->cancel_type_ = t;
+                    self->perform(self->fsm_.cancel());
+                }
             });
         }
         perform(first);
@@ -62,7 +66,7 @@ private:
         switch (a.what) {
         case kind::none: return;
         case kind::acquire: return acquire(a.index, a.time_left);
-        case kind::cancel_acquire: return child_.emit(asio::cancellation_type::total);  // it completes with operation_aborted
+        case kind::cancel_acquire: return child_.emit(cancel_type_);  // it completes with operation_aborted
         case kind::release: return release();
         case kind::arm_grace: return arm_grace();
         case kind::complete: return complete(a);
@@ -112,6 +116,7 @@ private:
 
     void arm_grace()
     {
+        if (total_only(cancel_type_)) return;  // complete once the releases are done
         grace_ = s_->make_timer();
         grace_->start(cleanup_grace, [self = shared_from_this()] { self->perform(self->fsm_.grace_passed()); });
     }
@@ -134,6 +139,8 @@ private:
     std::vector<lease> taken_;  // in the order of specs_
     multi_lock_fsm fsm_;
     asio::cancellation_signal child_;  // to the single acquire in flight
+    // The type a cancellation of ours passes on to the acquire in flight (a deadline: terminal).
+    asio::cancellation_type cancel_type_ = asio::cancellation_type::terminal;
     bool in_initiation_ = false;
     std::size_t backgrounded_ = 0;  // releases still running after the grace (see release)
     std::unique_ptr<port_timer> grace_;

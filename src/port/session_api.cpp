@@ -166,6 +166,10 @@ void initiate_multi(session_ptr s, std::vector<multi_op> ops, handler<error_code
 
 asio::any_io_executor executor_of(const session_ptr& s) noexcept { return s->executor(); }
 
+void check_caller(const session_ptr& s) noexcept { check_caller_on(s.get()); }
+// A watch has no session of its own to ask: taken on trust.
+void check_caller(const std::shared_ptr<watch_state>&) noexcept {}
+
 asio::any_io_executor executor_of(const std::shared_ptr<watch_state>& w) noexcept
 {
     return w ? w->executor() : asio::any_io_executor(asio::system_executor());

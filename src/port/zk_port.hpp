@@ -10,6 +10,8 @@
 // Every callback runs on the port's executor, never inside the call that made the request.
 #pragma once
 
+#include "core/executor_check.hpp"
+
 #include "core/graveyard.hpp"
 #include "core/log_sink.hpp"
 #include "core/metrics_state.hpp"
@@ -100,6 +102,9 @@ public:
     virtual ~zk_port() = default;
 
     virtual const asio::any_io_executor& executor() const noexcept = 0;
+    /// True once the executor has run one of the session's handlers: from then on it is the
+    /// session's thread (a debug build checks that operations start there: check_caller_on).
+    virtual bool has_run_handlers() const noexcept { return false; }
     virtual session_state state() const noexcept = 0;
     /// The ZooKeeper session's number: it changes when the session expires and a new one starts.
     virtual std::uint64_t generation() const noexcept = 0;
@@ -195,5 +200,14 @@ private:
     }
     std::vector<std::shared_ptr<void>> extensions_;  // see extension(), by extension_id
 };
+
+/// Debug builds of the library: calls wrong_thread when the session has run handlers on its
+/// executor and this thread does not run that executor now (as far as running_on can tell).
+inline void check_caller_on([[maybe_unused]] const zk_port* s) noexcept
+{
+#ifndef NDEBUG
+    if (s && s->has_run_handlers() && !running_on(s->executor())) wrong_thread("a zklock operation");
+#endif
+}
 
 }  // namespace zklock::detail

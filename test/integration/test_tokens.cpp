@@ -315,3 +315,31 @@ TEST_CASE("an empty lease, watch or observer completes through the handler's exe
         CHECK_FALSE(on_this_thread);
     });
 }
+
+// The default token is Asio's default_completion_token_t of the executor type, deferred where
+// that is void (Boost 1.81's any_io_executor): a bare co_await works, and the operation starts
+// when awaited.
+static_assert(std::is_same_v<zklock::detail::default_token_t<asio::any_io_executor>,
+                             std::conditional_t<std::is_void_v<asio::default_completion_token_t<asio::any_io_executor>>,
+                                                asio::deferred_t, asio::default_completion_token_t<asio::any_io_executor>>>);
+static_assert(std::is_same_v<zklock::detail::default_token_t<asio::use_awaitable_t<>::executor_with_default<asio::any_io_executor>>,
+                             asio::use_awaitable_t<>>);
+
+TEST_CASE("tokens: the default token defers the operation until it is awaited")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        session s{ex, config_for(shared_server().connect_string())};
+        co_await connect(s);
+        mutex m{s, unique_path("default-token")};
+        const auto creates = s.metrics().requests_of("create");
+        auto op = m.async_acquire(5s);
+        static_assert(asio::is_deferred<decltype(op)>::value);
+        co_await sleep_for(100ms);
+        CHECK(s.metrics().requests_of("create") == creates);  // nothing sent before the co_await
+        auto l = co_await std::move(op);
+        CHECK(l.owns_lock());
+        co_await l.async_release();
+        co_await s.async_close();
+    });
+}

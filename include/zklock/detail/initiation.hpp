@@ -4,6 +4,7 @@
 // asio::cancel_after and asio::cancel_at in newer Asio), and the call that starts it.
 #pragma once
 
+#include <zklock/detail/default_token.hpp>
 #include <zklock/detail/session_fwd.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -24,6 +25,14 @@ boost::asio::any_io_executor executor_of(const std::shared_ptr<watch_state>& w) 
 boost::asio::any_io_executor executor_of(const std::shared_ptr<lease_state>& l) noexcept;
 boost::asio::any_io_executor executor_of(const std::shared_ptr<observer_state>& o) noexcept;
 
+/// A debug build of the library (NDEBUG not defined) checks that an operation is started on its
+/// object's executor, as the guide's threading model asks, where the executor can tell; a
+/// release build does nothing here.
+void check_caller(const session_ptr& s) noexcept;
+void check_caller(const std::shared_ptr<watch_state>& w) noexcept;
+void check_caller(const std::shared_ptr<lease_state>& l) noexcept;
+void check_caller(const std::shared_ptr<observer_state>& o) noexcept;
+
 /// Starts an operation on `object` with `Start(object, args..., handler)`.
 template <auto Start, class Object> struct initiation {
     Object object;
@@ -33,10 +42,12 @@ template <auto Start, class Object> struct initiation {
 
     template <class Handler, class... Args> void operator()(Handler&& h, Args&&... args) &&
     {
+        check_caller(object);
         Start(std::move(object), std::forward<Args>(args)..., std::forward<Handler>(h));
     }
     template <class Handler, class... Args> void operator()(Handler&& h, Args&&... args) const&
     {
+        check_caller(object);
         Start(object, std::forward<Args>(args)..., std::forward<Handler>(h));
     }
 };
