@@ -41,6 +41,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
+#include <thread>
 
 #include <unordered_map>
 
@@ -69,7 +70,11 @@ public:
 
     // zk_port
     const asio::any_io_executor& executor() const noexcept override { return ex_; }
-    bool has_run_handlers() const noexcept override { return ran_handlers_.load(std::memory_order_relaxed); }
+    bool other_thread_runs_handlers() const noexcept override
+    {
+        const auto t = handler_thread_.load(std::memory_order_relaxed);
+        return t != std::thread::id{} && t != std::this_thread::get_id();
+    }
     session_state state() const noexcept override { return core_.fsm().state(); }
     std::uint64_t generation() const noexcept override { return core_.fsm().generation(); }
     std::uint64_t connections() const noexcept override { return connections_; }
@@ -313,7 +318,7 @@ private:
     std::uint64_t handle_lookup_ = 0;              // start_handle's latest lookup (0: none pending)
     std::uint64_t servers_lookup_ = 0;             // set_servers' latest lookup
     std::uint64_t lookups_ = 0;                    // lookups started
-    std::atomic<bool> ran_handlers_{false};        // see has_run_handlers()
+    std::atomic<std::thread::id> handler_thread_{};  // the latest to run process(): other_thread_runs_handlers()
 
     // Last: the service must come after the reactor that desc_ and the timers register (see the
     // constructor).

@@ -287,7 +287,7 @@ constexpr std::size_t max_drain_bytes = std::size_t{4} << 20;
 
 void session_impl::process(int events)
 {
-    ran_handlers_.store(true, std::memory_order_relaxed);
+    handler_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     if (!zh_) return;
     const log_scope scope(log_.get());
     if (events & ZOOKEEPER_WRITE) chan_->flush();

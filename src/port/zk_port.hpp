@@ -102,9 +102,11 @@ public:
     virtual ~zk_port() = default;
 
     virtual const asio::any_io_executor& executor() const noexcept = 0;
-    /// True once the executor has run one of the session's handlers: from then on it is the
-    /// session's thread (a debug build checks that operations start there: check_caller_on).
-    virtual bool has_run_handlers() const noexcept { return false; }
+    /// True when the executor has run a handler of the session on a thread other than the
+    /// calling one, the latest time it ran one: a caller not running the executor then races
+    /// with it (a debug build checks that operations start on the executor: check_caller_on).
+    /// A thread that runs the io_context itself now and then and calls in between is not one.
+    virtual bool other_thread_runs_handlers() const noexcept { return false; }
     virtual session_state state() const noexcept = 0;
     /// The ZooKeeper session's number: it changes when the session expires and a new one starts.
     virtual std::uint64_t generation() const noexcept = 0;
@@ -206,7 +208,7 @@ private:
 inline void check_caller_on([[maybe_unused]] const zk_port* s) noexcept
 {
 #ifndef NDEBUG
-    if (s && s->has_run_handlers() && !running_on(s->executor())) wrong_thread("a zklock operation");
+    if (s && s->other_thread_runs_handlers() && !running_on(s->executor())) wrong_thread("a zklock operation");
 #endif
 }
 
