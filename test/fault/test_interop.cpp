@@ -720,12 +720,18 @@ void run_election_fleet(const election_flavor& f, const std::string& name)
         auto [cec, cp, cst] = co_await a.async_create(path + "-counter", "0", create_mode::persistent, tuple);
         REQUIRE_FALSE(cec);
 
+        // A gate: a zklock candidate leads until both workers campaign behind it, so that their
+        // rounds overlap each other's and zklock's however far apart their JVMs start (one that
+        // started seconds after the other found it done with its rounds, under load).
+        election gate_election{a, path, election_options{.names = f.names}};
+        auto gate = co_await gate_election.async_campaign("zklock-gate", 60s);
         std::vector<child> kids;
         for (int w = 0; w < workers; ++w)
             kids.push_back(spawn(election_worker(f, servers, path, rounds, hold_ms, dir / (f.library + "-" + std::to_string(w)))));
         // zklock joins once both workers campaign, so that leadership passes between the libraries
         // from the start rather than after the workers' start-up.
-        REQUIRE(co_await wait_children(a, path, workers, 60s) == static_cast<std::size_t>(workers));
+        REQUIRE(co_await wait_children(a, path, workers + 1, 60s) == static_cast<std::size_t>(workers + 1));
+        co_await gate.async_resign();
 
         std::vector<event> events;
         std::vector<sighting> queues;
