@@ -17,12 +17,18 @@ namespace zklock {
 /// A lock recipe bound to a session and a path. Cheap: it holds no ZooKeeper state itself; every
 /// acquire is independent (one object may be acquired by many coroutines at once, each queueing
 /// its own node).
+///
+/// Misuse: a moved-from lock (or one made from a moved-from session) has no session: each acquire
+/// completes with errc::session_closed and an empty lease, posted through asio::system_executor
+/// on to the handler's associated executor (as an empty lease's); path() is empty, options() the
+/// defaults, get_executor() a system_executor. A lock of a closed (or destroyed) session
+/// completes each acquire with errc::session_closed on the session's executor.
 class basic_lock {
 public:
     using executor_type = asio::any_io_executor;            ///< the executor type of the session
     using duration = std::chrono::steady_clock::duration;  ///< the type of a timeout
 
-    /// The session's executor.
+    /// The session's executor (asio::system_executor for a moved-from lock).
     executor_type get_executor() const noexcept;
     /// The lock path (empty for a moved-from lock).
     const std::string& path() const noexcept
@@ -155,7 +161,7 @@ protected:
             try_only = true;
             timeout.reset();
         }
-        detail::acquire_request req{path_, policy, try_only, options_->cohort && policy.what->cohort,
+        detail::acquire_request req{path_, policy, try_only, options_ && options_->cohort && policy.what->cohort,
                                     false, timeout, options_, count_known_};
         return asio::async_initiate<Token, void(error_code, lease)>(
             detail::initiation<&detail::initiate_acquire, detail::session_ptr>{s_}, token, std::move(req));

@@ -74,6 +74,10 @@ void stop_observer(observer_state& o) noexcept;
 /// Leading an election: a lease on our candidate node (see lease for the loss notice, the
 /// fencing token and the guarded writes), with the election's words for releasing it and for
 /// updating the value observers see.
+///
+/// Misuse: as a lease's. An empty (moved-from) or resigned leadership's async_resign and
+/// async_proclaim complete with errc::already_released; a closed session's reads lost, so
+/// async_proclaim completes with errc::lock_lost and async_resign succeeds.
 class leadership : public lease {
 public:
     /// An empty leadership, as an empty lease.
@@ -146,6 +150,11 @@ private:
 /// numbers only grow, so a candidate that joined later is never ahead of one it knows); it lists
 /// again only when every candidate it knew of is gone. Across a lost connection its watches stay;
 /// after a session expiry it lists again on the new session.
+///
+/// Misuse: an empty observer (default-constructed, moved from, or observe() of an election with
+/// no session) completes async_next with errc::invalid_argument, posted through
+/// asio::system_executor on to the handler's associated executor; one of a closed session, with
+/// errc::session_closed.
 class election_observer {
 public:
     /// An empty observer: async_next fails with errc::invalid_argument.
@@ -208,8 +217,15 @@ private:
     }
     std::shared_ptr<detail::observer_state> o_;
 };
+
 /// An election bound to a session and a path. Cheap, like a lock object: every campaign is
 /// independent (one object may run several, each its own candidate).
+///
+/// Misuse: as basic_lock's. A moved-from election (or one made from a moved-from session)
+/// completes each campaign and async_leader with errc::session_closed, posted through
+/// asio::system_executor on to the handler's associated executor, and observe() returns an empty
+/// observer; path() is empty. One of a closed session completes them with errc::session_closed
+/// on the session's executor (its observers too).
 //[election_class
 class election : private basic_lock {
 public:

@@ -37,7 +37,7 @@ enum class errc {
                           ///< == std::errc::operation_would_block
     lock_lost,            ///< A held lock (or a queued node) was lost: the node is gone.
     session_expired,      ///< The ZooKeeper session expired; ephemeral nodes of it are gone.
-    session_closed,       ///< The session was closed (or destroyed) while the operation ran.
+    session_closed,       ///< The session was closed (or destroyed), or the object has none (moved from).
     not_connected,        ///< The session has not been connected (call async_connect first).
                           ///< == std::errc::not_connected
     connect_timeout,      ///< No server answered within the connect timeout.

@@ -96,6 +96,12 @@ inline constexpr std::string_view revocation_request = "__REVOKE__";
 /// partial and total alike for the waits (they have no side effect), and as async_release says
 /// for the release; the handler's allocator is used as session's operations say.
 ///
+/// Misuse: every async_* function of an empty (moved-from, default-constructed) or released lease
+/// completes with errc::already_released (posted as above; nothing is sent), and its queries read
+/// released. A lease of a closed session reads lost (errc::session_closed): its waits complete at
+/// once with that reason, its writes (async_guarded_multi, async_downgrade) with errc::lock_lost,
+/// and async_release succeeds (the node went with the session).
+///
 /// Thread safety: use a lease from its session's executor (the strand, if the io_context runs on
 /// several threads). That includes the queries (status(), valid_until(), owns_lock(),
 /// lost_reason()): they read the session's state, which only that executor changes, and a read
@@ -211,7 +217,8 @@ public:
     /// or presumed expired: half the session timeout after the send time of the last request the
     /// leader answered, or 9/10 of it after the server was last heard from, so that the holder is
     /// told before the leader can act; docs/liveness.md), errc::session_closed;
-    /// asio::error::operation_aborted when the lease is released first.
+    /// asio::error::operation_aborted when the lease is released while the wait is pending;
+    /// errc::already_released when it is empty or released at the call.
     ///
     /// Lifetimes: as the class says.
     ///
@@ -237,8 +244,9 @@ public:
     ///
     /// Cancellation (any type): completes at once with operation_aborted.
     ///
-    /// Errors: asio::error::operation_aborted if the lease is released first; the loss reason (as
-    /// async_wait_lost) if the lock is lost first.
+    /// Errors: asio::error::operation_aborted if the lease is released while the wait is pending;
+    /// errc::already_released if it is empty or released at the call (a request seen before the
+    /// release included); the loss reason (as async_wait_lost) if the lock is lost first.
     ///
     /// Lifetimes: as the class says.
     ///
@@ -327,7 +335,10 @@ public:
     ///
     /// Cancellation (any type): completes at once with operation_aborted.
     ///
-    /// Errors: errc::already_released for an empty lease.
+    /// Errors: errc::already_released, with lease_status::released, for an empty or released
+    /// lease (its status changes no more). A lease that reads lost at the call completes at once
+    /// with its loss reason (lost_reason()) and lease_status::lost: only its release would change
+    /// it.
     ///
     /// Lifetimes: as the class says.
     ///

@@ -51,6 +51,11 @@ void initiate_multi_acquire(session_ptr s, std::vector<lock_spec> specs, lock_op
 
 /// Several locks bound to a session, acquired all or nothing under one deadline. Cheap, like a
 /// lock object: every acquire is independent.
+///
+/// Misuse: as basic_lock's. A moved-from multi_lock (or one made from a moved-from session)
+/// completes each acquire with errc::session_closed and no lease, posted through
+/// asio::system_executor on to the handler's associated executor; specs() is empty. One of a
+/// closed session completes with errc::session_closed on the session's executor.
 class multi_lock {
 public:
     using executor_type = asio::any_io_executor;  ///< the executor type of the session

@@ -84,7 +84,9 @@ void initiate_list_queue(session_ptr s, std::string path, handler<error_code, qu
 ///
 /// Errors: errc::invalid_path (nothing sent), zk_errc::no_node (no such path),
 /// errc::chroot_missing (the server list's chroot does not exist), errc::not_connected,
-/// errc::session_expired, errc::session_closed, zk_errc::no_auth, connection errors.
+/// errc::session_expired, errc::session_closed (also for a moved-from session: then posted
+/// through asio::system_executor on to the handler's associated executor), zk_errc::no_auth,
+/// connection errors.
 ///
 /// Lifetimes: the session's state is kept alive by the operation.
 ///

@@ -35,6 +35,8 @@ namespace asio = boost::asio;
 /// deleted; exists: created, changed or deleted; children: child list changed or node deleted).
 /// Watches survive connection loss (the client sets them again on reconnect). If the session
 /// expires or closes first, async_wait completes with errc::session_expired / errc::session_closed.
+/// A moved-from watch is empty, as a default-constructed one: its async_wait completes with
+/// errc::invalid_argument.
 class watch {
 public:
     watch() = default;
@@ -105,6 +107,15 @@ private:
 /// sure a request only the ZooKeeper leader answers goes out at least every sixth of the session
 /// timeout (a `sync`, counted as "sync" in metrics(), when no write went out meanwhile): the send
 /// time of the last one answered is what the leases' loss notice counts from (docs/liveness.md).
+///
+/// Misuse: a moved-from session has no ZooKeeper session and no executor. Every async_* function
+/// of it (and of the locks, elections and multi_locks made from it afterwards) completes with
+/// errc::session_closed, posted through asio::system_executor on to the handler's associated
+/// executor (as an empty lease's, see lease), except async_close, which succeeds; set_servers()
+/// returns errc::session_closed; the queries read as a closed session that never connected
+/// (state() closed, ids and timeouts 0, config() the defaults, get_executor() a system_executor).
+/// A closed session's operations complete with errc::session_closed on its executor (async_close:
+/// success; async_wait_state_change: at once, with session_state::closed).
 class session {
 public:
     using executor_type = asio::any_io_executor;  ///< the type of the session's executor
@@ -120,7 +131,7 @@ public:
     /// or lock_options you brace-initialize in such a full-expression yourself
     /// (`session zk{co_await this_coro::executor, {.servers = ...}}`) still is not, under GCC 12:
     /// build it in a named variable first (or take the executor into a local first).
-    session(executor_type ex) : session(std::move(ex), session_config{}) {}
+    explicit session(executor_type ex) : session(std::move(ex), session_config{}) {}
     /// A session on `ex` with `config`. Does not connect.
     session(executor_type ex, const session_config& config);
     /// Not for applications (they use the constructors above): a session whose requests, leases
@@ -131,7 +142,7 @@ public:
     /// A session on `ctx`'s executor with session_config{}. Does not connect.
     template <class ExecutionContext>
         requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
-    session(ExecutionContext& ctx) : session(ctx.get_executor(), session_config{})
+    explicit session(ExecutionContext& ctx) : session(ctx.get_executor(), session_config{})
     {
     }
     /// A session on `ctx`'s executor with `config`. Does not connect.
@@ -156,7 +167,7 @@ public:
     /// assignment closes the session it replaces the same way.
     ~session();
 
-    /// The session's executor.
+    /// The session's executor (asio::system_executor for a moved-from session).
     executor_type get_executor() const noexcept;
     /// The configuration (servers: as set_servers last set them).
     const session_config& config() const noexcept;
@@ -242,7 +253,9 @@ public:
     ///
     /// Cancellation (any type): completes at once with operation_aborted.
     ///
-    /// Errors: none.
+    /// Errors: errc::session_closed, with session_state::closed, when the session is closed (or
+    /// moved from) at the call: it changes no more. (A wait pending at the close completes
+    /// without error, with session_state::closed.)
     ///
     /// Lifetimes: as the class says.
     ///

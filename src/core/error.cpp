@@ -18,7 +18,7 @@ public:
         case errc::lock_lost: return "The lock was lost: its queue node no longer exists.";
         case errc::session_expired:
             return "The ZooKeeper session expired (or was presumed expired); its ephemeral nodes are gone.";
-        case errc::session_closed: return "The ZooKeeper session was closed while the operation was running.";
+        case errc::session_closed: return "The ZooKeeper session is closed, or the object has none (moved from).";
         case errc::not_connected: return "The session is not connected; call async_connect first.";
         case errc::connect_timeout: return "No ZooKeeper server accepted the session within the connect timeout.";
         case errc::invalid_path:

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 
@@ -86,6 +87,17 @@ private:
     std::optional<asio::any_completion_executor> work_;
     handler<Args...> h_;
 };
+
+/// Completes `h` from its initiating function with `args` for an object that has no session (moved
+/// from, default-constructed, or bound to a moved-from session): nothing to run the operation on,
+/// and no executor of its own. Posted (never inline) through asio::system_executor on to the
+/// handler's associated executor, which is where it runs when the handler has one.
+template <class... Args> void post_without_session(handler<Args...> h, Args... args)
+{
+    const asio::any_io_executor none = asio::system_executor();
+    stored_handler<Args...> sh(std::move(h), none);
+    sh.post(none, std::move(args)...);
+}
 
 /// A signal of any of the three cancellation types (terminal, partial, total).
 inline bool is_cancellation(asio::cancellation_type t) noexcept

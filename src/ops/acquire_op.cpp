@@ -3,6 +3,7 @@
 // back; what to send next, when to grant and when to give up are acquire_fsm's and lease_fsm's.
 #include "ops/cohort.hpp"
 #include "core/deadline.hpp"
+#include "core/handler_util.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/queue_hints.hpp"
 #include "ops/requests.hpp"
@@ -579,6 +580,8 @@ private:
 
 void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, lease> h)
 {
+    // A lock object without a session (moved from, or made from a moved-from session).
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), lease());
     if (req.cohort && req.policy.what->cohort) return initiate_cohort_acquire(std::move(s), std::move(req), std::move(h));
     auto timeout = req.timeout;
     if (req.try_only && !timeout) timeout = s->answer_deadline();
@@ -589,6 +592,7 @@ void initiate_acquire(session_ptr s, acquire_request req, handler<error_code, le
 
 namespace zklock {
 
-basic_lock::executor_type basic_lock::get_executor() const noexcept { return s_->executor(); }
+// A moved-from lock has no session: asio::system_executor (see detail::executor_of).
+basic_lock::executor_type basic_lock::get_executor() const noexcept { return detail::executor_of(s_); }
 
 }  // namespace zklock

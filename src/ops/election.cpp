@@ -1,6 +1,7 @@
 // The election's own operations (the leader, an observer, proclaim) as step machines on the
 // runner (ops/machine.hpp), each deciding from its steps' outcomes only; the driving is the
 // runner's, and the recipe constant is in src/recipes/election.cpp.
+#include "core/handler_util.hpp"
 #include "core/mutant.hpp"
 #include "ops/lease_state.hpp"
 #include "ops/read_machines.hpp"
@@ -72,6 +73,8 @@ void leader_machine::finish(error_code ec, leader_info info)
 
 void initiate_leader(session_ptr s, std::string path, handler<error_code, leader_info> h)
 {
+    // An election without a session (moved from, or made from a moved-from session).
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), leader_info());
     machine_op<leader_machine>::launch(std::move(s), leader_machine(std::move(path)), std::move(h));
 }
 
@@ -79,7 +82,9 @@ void initiate_proclaim(std::shared_ptr<lease_state> s, election_names names, std
 {
     // A candidate named for Curator's LeaderLatch: a LeaderLatch candidate waiting on it acts on
     // its deletion only, and does not watch again after another event (LeaderLatch's watcher).
-    if (s && names == election_names::curator_latch) {
+    // A leadership that ended (resigned, empty, lost) says so first, as the guarded write would.
+    const auto st = s ? s->status() : lease_status::released;
+    if (names == election_names::curator_latch && (st == lease_status::held || st == lease_status::suspended)) {
         stored_handler<error_code> sh(std::move(h), s->session()->executor());
         return sh.post(s->session()->executor(), errc::not_supported);
     }
@@ -256,6 +261,7 @@ private:
 
 std::shared_ptr<observer_state> start_observer(session_ptr s, std::string path)
 {
+    if (!s) return nullptr;  // an election without a session: an empty observer
     auto o = std::make_shared<observer_state>(std::move(s), std::move(path));
     o->start();
     return o;

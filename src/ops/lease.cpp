@@ -323,12 +323,9 @@ namespace {
 // async_immediate to do better).
 template <class... Args> void post_now(const std::shared_ptr<lease_state>& s, handler<Args...> h, Args... args)
 {
-    if (s) {
-        stored_handler<Args...> sh(std::move(h), s->session()->executor());
-        return sh.post(s->session()->executor(), std::move(args)...);
-    }
-    stored_handler<Args...> sh(std::move(h), asio::system_executor());
-    sh.post(asio::system_executor(), std::move(args)...);
+    if (!s) return post_without_session(std::move(h), std::move(args)...);
+    stored_handler<Args...> sh(std::move(h), s->session()->executor());
+    sh.post(s->session()->executor(), std::move(args)...);
 }
 
 }  // namespace
@@ -404,10 +401,11 @@ void initiate_guarded_multi(std::shared_ptr<lease_state> s, std::vector<multi_op
 
 void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
-    const auto r = s->snapshot();
+    // Released (or empty) at the call: nothing to wait for. (A wait pending when the lease is
+    // released completes with operation_aborted instead.)
+    const auto r = s ? s->snapshot() : lease::reading{};
+    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
     if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
-    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());
     s->wait_lost([sh](error_code ec) {
@@ -417,11 +415,11 @@ void initiate_wait_lost(std::shared_ptr<lease_state> s, handler<error_code> h)
 
 void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code> h)
 {
-    if (!s) return post_now<error_code>(s, std::move(h), errc::already_released);
+    // Released (or empty) at the call, whatever was requested before: as async_wait_lost.
+    const auto r = s ? s->snapshot() : lease::reading{};
+    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), errc::already_released);
     if (s->revocation_requested()) return post_now<error_code>(s, std::move(h), {});
-    const auto r = s->snapshot();
     if (r.status == lease_status::lost) return post_now<error_code>(s, std::move(h), r.lost_reason);
-    if (r.status == lease_status::released) return post_now<error_code>(s, std::move(h), asio::error::operation_aborted);
     auto sh = std::make_shared<stored_handler<error_code>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());
     s->wait_revocation([sh](error_code ec) {
@@ -431,7 +429,12 @@ void initiate_wait_revocation(std::shared_ptr<lease_state> s, handler<error_code
 
 void initiate_wait_status(std::shared_ptr<lease_state> s, handler<error_code, lease_status> h)
 {
-    if (!s) return post_now<error_code, lease_status>(s, std::move(h), errc::already_released, lease_status::released);
+    // Released (or empty): its status changes no more. Lost: only a release would change it, so
+    // the wait ends at once with the loss, as async_wait_lost does.
+    const auto r = s ? s->snapshot() : lease::reading{};
+    if (r.status == lease_status::released)
+        return post_now<error_code, lease_status>(s, std::move(h), errc::already_released, lease_status::released);
+    if (r.status == lease_status::lost) return post_now<error_code, lease_status>(s, std::move(h), r.lost_reason, lease_status::lost);
     auto sh = std::make_shared<stored_handler<error_code, lease_status>>(std::move(h), s->session()->executor());
     allow_cancel(sh, s->session()->executor());
     s->wait_status([sh](error_code ec, lease_status st) {

@@ -152,6 +152,8 @@ void initiate_multi_acquire(session_ptr s, std::vector<lock_spec> specs, lock_op
                             std::optional<std::chrono::steady_clock::duration> timeout,
                             handler<error_code, std::vector<lease>> h)
 {
+    // A multi_lock without a session (moved from, or made from a moved-from session).
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::vector<lease>());
     std::make_shared<multi_acquire_op>(std::move(s), std::move(specs), std::move(options), timeout, std::move(h))
         ->start();
 }

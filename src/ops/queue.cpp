@@ -1,5 +1,6 @@
 // async_list_queue and the public path helpers, and nothing more: the listing's step machine
 // (ops/read_machines.hpp) started for the user, and the queue as the acquiring side sees it.
+#include "core/handler_util.hpp"
 #include "ops/read_machines.hpp"
 
 #include <zklock/detail/acquire_fsm.hpp>
@@ -126,6 +127,7 @@ void list_queue_machine::finish(error_code ec)
 
 void initiate_list_queue(session_ptr s, std::string path, handler<error_code, queue_listing> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), queue_listing());  // a moved-from session
     machine_op<list_queue_machine>::launch(std::move(s), list_queue_machine(std::move(path)), std::move(h));
 }
 

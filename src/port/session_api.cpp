@@ -55,6 +55,7 @@ template <class... Args> std::shared_ptr<stored_handler<Args...>> store(handler<
 
 void initiate_connect(session_ptr s, control_ptr c, handler<error_code> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed));
     auto sh = store(std::move(h), s);
     const std::uint64_t id = c->connect([sh](error_code ec) { sh->complete(ec); });
     if (id != 0)  // waiting: a cancellation ends this wait, and the attempt if it was the last
@@ -65,12 +66,18 @@ void initiate_connect(session_ptr s, control_ptr c, handler<error_code> h)
 
 void initiate_close(session_ptr s, control_ptr c, handler<error_code> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code());  // closing a closed session
     auto sh = store(std::move(h), s);
     c->close([sh](error_code ec) { sh->complete(ec); });
 }
 
 void initiate_wait_state(session_ptr s, control_ptr c, handler<error_code, session_state> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), session_state::closed);
+    if (s->state() == session_state::closed) {  // a closed session changes no more
+        stored_handler<error_code, session_state> sh(std::move(h), s->executor());
+        return sh.post(s->executor(), errc::session_closed, session_state::closed);
+    }
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     c->wait_state_change([sh](error_code ec, session_state st) {
@@ -81,18 +88,21 @@ void initiate_wait_state(session_ptr s, control_ptr c, handler<error_code, sessi
 void initiate_create(session_ptr s, std::string path, std::string data, create_mode mode,
                      handler<error_code, std::string, zklock::stat> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::string(), zklock::stat());
     auto sh = store(std::move(h), s);
     s->create(path, data, mode, [sh](error_code ec, std::string p, zklock::stat st) { sh->complete(ec, std::move(p), st); });
 }
 
 void initiate_remove(session_ptr s, std::string path, std::int32_t version, handler<error_code> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed));
     auto sh = store(std::move(h), s);
     s->remove(path, version, [sh](error_code ec) { sh->complete(ec); });
 }
 
 void initiate_exists(session_ptr s, std::string path, handler<error_code, std::optional<zklock::stat>> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::optional<zklock::stat>());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     s->exists(path, nullptr, [sh](error_code ec, std::optional<zklock::stat> st) {
@@ -103,6 +113,7 @@ void initiate_exists(session_ptr s, std::string path, handler<error_code, std::o
 void initiate_watch_exists(session_ptr s, std::string path,
                            handler<error_code, std::optional<zklock::stat>, zklock::watch> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::optional<zklock::stat>(), zklock::watch());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     auto w = s->make_watch();
@@ -113,6 +124,7 @@ void initiate_watch_exists(session_ptr s, std::string path,
 
 void initiate_get_data(session_ptr s, std::string path, handler<error_code, std::string, zklock::stat> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::string(), zklock::stat());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     s->get_data(path, nullptr, [sh](error_code ec, std::string d, zklock::stat st) {
@@ -123,6 +135,7 @@ void initiate_get_data(session_ptr s, std::string path, handler<error_code, std:
 void initiate_watch_data(session_ptr s, std::string path,
                          handler<error_code, std::string, zklock::stat, zklock::watch> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::string(), zklock::stat(), zklock::watch());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     auto w = s->make_watch();
@@ -134,12 +147,14 @@ void initiate_watch_data(session_ptr s, std::string path,
 void initiate_set_data(session_ptr s, std::string path, std::string data, std::int32_t version,
                        handler<error_code, zklock::stat> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), zklock::stat());
     auto sh = store(std::move(h), s);
     s->set_data(path, data, version, [sh](error_code ec, zklock::stat st) { sh->complete(ec, st); });
 }
 
 void initiate_get_children(session_ptr s, std::string path, handler<error_code, std::vector<std::string>> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::vector<std::string>());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     s->get_children(path, nullptr, [sh](error_code ec, std::vector<std::string> c) {
@@ -150,6 +165,7 @@ void initiate_get_children(session_ptr s, std::string path, handler<error_code, 
 void initiate_watch_children(session_ptr s, std::string path,
                              handler<error_code, std::vector<std::string>, zklock::watch> h)
 {
+    if (!s) return post_without_session(std::move(h), error_code(errc::session_closed), std::vector<std::string>(), zklock::watch());
     auto sh = store(std::move(h), s);
     allow_cancel(sh, s->executor());
     auto w = s->make_watch();
@@ -160,11 +176,19 @@ void initiate_watch_children(session_ptr s, std::string path,
 
 void initiate_multi(session_ptr s, std::vector<multi_op> ops, handler<error_code, std::vector<multi_result>> h)
 {
+    if (!s) {  // as a request not answered: every result carries the error
+        std::vector<multi_result> r(ops.size());
+        for (auto& x : r) x.ec = errc::session_closed;
+        return post_without_session(std::move(h), error_code(errc::session_closed), std::move(r));
+    }
     auto sh = store(std::move(h), s);
     s->multi(ops, [sh](error_code ec, std::vector<multi_result> r) { sh->complete(ec, std::move(r)); });
 }
 
-asio::any_io_executor executor_of(const session_ptr& s) noexcept { return s->executor(); }
+asio::any_io_executor executor_of(const session_ptr& s) noexcept
+{
+    return s ? s->executor() : asio::any_io_executor(asio::system_executor());
+}
 
 void check_caller(const session_ptr& s) noexcept { check_caller_on(s.get()); }
 // A watch has no session of its own to ask: taken on trust.
@@ -228,13 +252,25 @@ session::~session()
     if (control_) control_->close([](error_code) {});  // never blocks: see session_control::close
 }
 
-session::executor_type session::get_executor() const noexcept { return impl_->executor(); }
-const session_config& session::config() const noexcept { return control_->config(); }
-session_state session::state() const noexcept { return impl_->state(); }
-std::int64_t session::session_id() const noexcept { return impl_->session_id(); }
-std::chrono::milliseconds session::negotiated_timeout() const noexcept { return control_->negotiated_timeout(); }
-std::uint64_t session::generation() const noexcept { return impl_->generation(); }
-metrics_snapshot session::metrics() const { return impl_->metrics().snapshot(); }
-error_code session::set_servers(std::string servers) { return control_->set_servers(std::move(servers)); }
+// A moved-from session has neither port nor control: it reads as a closed session that never
+// connected, and has no executor of its own (asio::system_executor, as an empty lease).
+session::executor_type session::get_executor() const noexcept { return detail::executor_of(impl_); }
+const session_config& session::config() const noexcept
+{
+    static const session_config none;  // a moved-from session
+    return control_ ? control_->config() : none;
+}
+session_state session::state() const noexcept { return impl_ ? impl_->state() : session_state::closed; }
+std::int64_t session::session_id() const noexcept { return impl_ ? impl_->session_id() : 0; }
+std::chrono::milliseconds session::negotiated_timeout() const noexcept
+{
+    return control_ ? control_->negotiated_timeout() : std::chrono::milliseconds::zero();
+}
+std::uint64_t session::generation() const noexcept { return impl_ ? impl_->generation() : 0; }
+metrics_snapshot session::metrics() const { return impl_ ? impl_->metrics().snapshot() : detail::metrics_state{}.snapshot(); }
+error_code session::set_servers(std::string servers)
+{
+    return control_ ? control_->set_servers(std::move(servers)) : error_code(errc::session_closed);
+}
 
 }  // namespace zklock
