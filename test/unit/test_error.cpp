@@ -49,7 +49,7 @@ TEST_CASE("is_retryable classifies in one place")
     CHECK_FALSE(is_retryable(error_code{}));
 }
 
-TEST_CASE("an expiry matches condition::session_expired from either category; a close, session_closed")
+TEST_CASE("an expiry matches condition::session_expired from either category, a close condition::session_closed")
 {
     using boost::system::error_condition;
     for (error_code e : {error_code(errc::session_expired), error_code(zk_errc::session_expired)}) {
