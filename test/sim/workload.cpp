@@ -3,7 +3,7 @@
 // cancelled), hold (a guarded write, a downgrade, a wait for loss or for revocation), release or
 // drop; write revocation requests into holders' nodes; follow the election. And misuse: a
 // semaphore's path asked with two permit counts, every operation of a moved-from or released
-// lease, the queries of a moved-from lock. See world_impl.hpp.
+// lease, the queries and a try-acquire of a moved-from lock. See world_impl.hpp.
 #include "world_impl.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -285,13 +285,10 @@ void world::probe_lease(actor& a, lease& l, bool empty)
                        (l.valid_until() != time_point::min() ? ", valid_until() set" : ""));
     if (empty && (!l.node().empty() || l.fencing_token() != 0 || l.fence() != fence_token{} || l.revocation_requested()))
         return violate(who + " still has a node, a fence or a revocation");
-    // What each operation completes with (lease.hpp): an empty lease's, already_released for
-    // all; a released lease's, already_released for what would act on the lock, and the waits
-    // end as when the lease is released while they wait (operation_aborted; a revocation seen
-    // before the release is still told).
+    // What each operation completes with (lease.hpp): already_released for all, an empty
+    // lease's and a released one's (a wait pending when the lease is released ends with
+    // operation_aborted instead, but none is started after it).
     const error_code released = errc::already_released;
-    const error_code aborted = asio::error::operation_aborted;
-    const error_code revoked = l.revocation_requested() ? error_code() : aborted;
     const auto done = std::make_shared<std::size_t>(0);
     const auto expect = [this, who, &c, empty, done](const char* op, error_code want) {
         if (!empty) ++c.misuse_pending;
@@ -313,8 +310,8 @@ void world::probe_lease(actor& a, lease& l, bool empty)
         misuse_calling_ = false;
     };
     call([&](auto h) { l.async_release(std::move(h)); }, expect("async_release", released));
-    call([&](auto h) { l.async_wait_lost(std::move(h)); }, expect("async_wait_lost", empty ? released : aborted));
-    call([&](auto h) { l.async_wait_revocation(std::move(h)); }, expect("async_wait_revocation", empty ? released : revoked));
+    call([&](auto h) { l.async_wait_lost(std::move(h)); }, expect("async_wait_lost", released));
+    call([&](auto h) { l.async_wait_revocation(std::move(h)); }, expect("async_wait_revocation", released));
     call([&](auto h) { l.async_downgrade(std::move(h)); }, expect("async_downgrade", released));
     {
         auto e = expect("async_guarded_multi", released);
@@ -327,14 +324,15 @@ void world::probe_lease(actor& a, lease& l, bool empty)
                 e(ec);
             });
     }
-    if (empty) {
-        // A released lease's async_wait_status_change waits for a change that never comes.
+    {
         auto e = expect("async_wait_status_change", released);
         call([&](auto h) { l.async_wait_status_change(std::move(h)); },
              [e, this, who](error_code ec, lease_status st) mutable {
                  if (st != lease_status::released) violate(who + "'s async_wait_status_change told " + to_string(st));
                  e(ec);
              });
+    }
+    if (empty) {
         // The system executor's thread lets go of its work on misuse_io_ after the handler ran,
         // which may stop misuse_io_ after the last wait: restarted while this one holds work.
         const std::size_t want = 6;
@@ -345,27 +343,63 @@ void world::probe_lease(actor& a, lease& l, bool empty)
             misuse_io_.run_one_for(std::chrono::milliseconds(100));
         }
         if (*done < want) violate(who + ": " + std::to_string(want - *done) + " operation(s) never completed (10 s)");
+        let_go_of_misuse_io(std::move(work));
     }
+}
+
+void world::let_go_of_misuse_io(asio::executor_work_guard<asio::io_context::executor_type> work)
+{
+    // A completion that came through asio::system_executor: its thread still holds work on
+    // misuse_io_ for a moment after the handler ran (the tracked executor it dispatched through).
+    // Run until that is let go too, so that no thread touches misuse_io_ once the world is gone.
+    work.reset();
+    if (misuse_io_.stopped()) misuse_io_.restart();
+    misuse_io_.run_for(std::chrono::seconds(10));
+    if (!misuse_io_.stopped()) violate("a system executor thread held work on misuse_io_ for 10 s");
 }
 
 void world::probe_moved_lock(client& c)
 {
-    // A moved-from lock answers its queries as documented (basic_lock.hpp): an empty path and
-    // the default options. Its acquire and get_executor() are not called: both dereference the
-    // moved-from object's session (issue 66, point 3).
-    SIM_NOTE("c" + std::to_string(c.index) + "'s locks moved from: their queries");
+    // A moved-from lock answers as documented (basic_lock.hpp): an empty path, the default
+    // options, asio::system_executor, and an acquire that completes with session_closed, never
+    // inside its initiating function, through the system executor on to the handler's (here
+    // misuse_io_, which this step runs until the completions are in).
+    SIM_NOTE("c" + std::to_string(c.index) + "'s locks moved from: their queries and a try-acquire");
     ++result_.misuse_probes;
+    const auto who = "c" + std::to_string(c.index);
+    auto done = std::make_shared<std::size_t>(0);
+    std::size_t want = 0;
     const auto check = [&](auto& lock, const char* what) {
         auto moved = std::move(lock);
         if (!lock.path().empty() || lock.options().cohort || !lock.options().owner_info.empty())
-            violate(std::string("c") + std::to_string(c.index) + "'s moved-from " + what + " has a path or options");
-        if (moved.path().empty()) violate(std::string("c") + std::to_string(c.index) + "'s " + what + " lost its path in a move");
+            violate(who + "'s moved-from " + what + " has a path or options");
+        if (lock.get_executor() != asio::any_io_executor(asio::system_executor()))
+            violate(who + "'s moved-from " + what + "'s executor is not the system executor");
+        ++want;
+        misuse_calling_ = true;
+        lock.async_try_acquire(asio::bind_executor(misuse_io_.get_executor(), [this, who, what, done](error_code ec, lease l) {
+            if (misuse_calling_) violate(who + "'s moved-from " + what + "'s try-acquire completed inside its initiating function");
+            if (ec != errc::session_closed || l.owns_lock())
+                violate(who + "'s moved-from " + what + "'s try-acquire completed with " +
+                        (ec ? ec.message() : std::string("success")) + ", not session_closed");
+            ++*done;
+        }));
+        misuse_calling_ = false;
+        if (moved.path().empty()) violate(who + "'s " + what + " lost its path in a move");
         lock = std::move(moved);
     };
     check(*c.m, "mutex");
     check(*c.cohort, "cohort mutex");
     check(*c.rw, "shared_mutex");
     check(*c.sem, "semaphore");
+    auto work = asio::make_work_guard(misuse_io_);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (*done < want && std::chrono::steady_clock::now() < until) {
+        if (misuse_io_.stopped()) misuse_io_.restart();
+        misuse_io_.run_one_for(std::chrono::milliseconds(100));
+    }
+    if (*done < want) violate(who + ": " + std::to_string(want - *done) + " moved-from try-acquire(s) never completed (10 s)");
+    let_go_of_misuse_io(std::move(work));
 }
 
 void world::request_revocation(actor& a)

@@ -23,6 +23,7 @@
 #include <zklock/shared_mutex.hpp>
 
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <functional>
@@ -207,8 +208,11 @@ private:
     /// Every operation on a lease that is empty (moved from) or released: each completes with
     /// the error its documentation gives, never inside its initiating function.
     void probe_lease(actor& a, lease& l, bool empty);
-    /// The queries of a moved-from lock object (path(), options()), the object then moved back.
+    /// The queries and a try-acquire of a moved-from lock object, the object then moved back.
     void probe_moved_lock(client& c);
+    /// After a probe's completions through asio::system_executor: runs misuse_io_ until no work
+    /// is left on it (the system executor's threads have let go of theirs).
+    void let_go_of_misuse_io(asio::executor_work_guard<asio::io_context::executor_type> work);
     /// The count an acquire of `a` asks for.
     std::uint32_t count_of(const actor& a) const { return a.wide ? wide_permits : permits; }
 
