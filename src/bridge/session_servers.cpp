@@ -118,8 +118,8 @@ void session_impl::resolve_next(std::shared_ptr<resolve_job> job)
                             [weak = weak_from_this(), job](error_code ec, asio::ip::tcp::resolver::results_type r) mutable {
                                 auto self = weak.lock();
                                 if (!self || ec == asio::error::operation_aborted) return;  // closed
-                                const std::string& host = job->entries[job->next - 1].first;
-                                for (const auto& e : r) job->list.add(e.endpoint().data(), static_cast<socklen_t>(e.endpoint().size()), host);
+                                const std::string& name = job->entries[job->next - 1].first;
+                                for (const auto& e : r) job->list.add(e.endpoint().data(), static_cast<socklen_t>(e.endpoint().size()), name);
                                 self->resolve_next(std::move(job));
                             });
 }
