@@ -333,22 +333,21 @@ void world::probe_lease(actor& a, lease& l, bool empty)
              });
     }
     if (empty) {
-        // The system executor's thread lets go of its work on misuse_io_ after the handler ran,
-        // which may stop misuse_io_ after the last wait: restarted while this one holds work.
-        const std::size_t want = 6;
-        auto work = asio::make_work_guard(misuse_io_);
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (*done < want && std::chrono::steady_clock::now() < until) {
-            if (misuse_io_.stopped()) misuse_io_.restart();
-            misuse_io_.run_one_for(std::chrono::milliseconds(100));
-        }
-        if (*done < want) violate(who + ": " + std::to_string(want - *done) + " operation(s) never completed (10 s)");
-        let_go_of_misuse_io(std::move(work));
+        if (const auto missing = run_misuse_io(*done, 6))  // the six calls above
+            violate(who + ": " + std::to_string(missing) + " operation(s) never completed (10 s)");
     }
 }
 
-void world::let_go_of_misuse_io(asio::executor_work_guard<asio::io_context::executor_type> work)
+std::size_t world::run_misuse_io(const std::size_t& done, std::size_t want)
 {
+    // The system executor's thread lets go of its work on misuse_io_ after the handler ran,
+    // which may stop misuse_io_ after the last wait: restarted while this one holds work.
+    auto work = asio::make_work_guard(misuse_io_);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (done < want && std::chrono::steady_clock::now() < until) {
+        if (misuse_io_.stopped()) misuse_io_.restart();
+        misuse_io_.run_one_for(std::chrono::milliseconds(100));
+    }
     // A completion that came through asio::system_executor: its thread still holds work on
     // misuse_io_ for a moment after the handler ran (the tracked executor it dispatched through).
     // Run until that is let go too, so that no thread touches misuse_io_ once the world is gone.
@@ -356,6 +355,7 @@ void world::let_go_of_misuse_io(asio::executor_work_guard<asio::io_context::exec
     if (misuse_io_.stopped()) misuse_io_.restart();
     misuse_io_.run_for(std::chrono::seconds(10));
     if (!misuse_io_.stopped()) violate("a system executor thread held work on misuse_io_ for 10 s");
+    return done < want ? want - done : 0;
 }
 
 void world::probe_moved_lock(client& c)
@@ -392,14 +392,8 @@ void world::probe_moved_lock(client& c)
     check(*c.cohort, "cohort mutex");
     check(*c.rw, "shared_mutex");
     check(*c.sem, "semaphore");
-    auto work = asio::make_work_guard(misuse_io_);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (*done < want && std::chrono::steady_clock::now() < until) {
-        if (misuse_io_.stopped()) misuse_io_.restart();
-        misuse_io_.run_one_for(std::chrono::milliseconds(100));
-    }
-    if (*done < want) violate(who + ": " + std::to_string(want - *done) + " moved-from try-acquire(s) never completed (10 s)");
-    let_go_of_misuse_io(std::move(work));
+    if (const auto missing = run_misuse_io(*done, want))
+        violate(who + ": " + std::to_string(missing) + " moved-from try-acquire(s) never completed (10 s)");
 }
 
 void world::request_revocation(actor& a)

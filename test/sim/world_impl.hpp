@@ -210,9 +210,10 @@ private:
     void probe_lease(actor& a, lease& l, bool empty);
     /// The queries and a try-acquire of a moved-from lock object, the object then moved back.
     void probe_moved_lock(client& c);
-    /// After a probe's completions through asio::system_executor: runs misuse_io_ until no work
-    /// is left on it (the system executor's threads have let go of theirs).
-    void let_go_of_misuse_io(asio::executor_work_guard<asio::io_context::executor_type> work);
+    /// A probe's completions through asio::system_executor on to misuse_io_: runs misuse_io_
+    /// until `done` reaches `want` (at most 10 s), then until no work is left on it (the system
+    /// executor's threads have let go of theirs). How many of the `want` never completed.
+    std::size_t run_misuse_io(const std::size_t& done, std::size_t want);
     /// The count an acquire of `a` asks for.
     std::uint32_t count_of(const actor& a) const { return a.wide ? wide_permits : permits; }
 
