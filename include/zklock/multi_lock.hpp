@@ -85,9 +85,9 @@ public:
     ///
     /// Cancellation: terminal, partial and total. The acquire in flight is cancelled with the same
     /// type (it deletes its node, as basic_lock::async_acquire documents per state), then every
-    /// lease taken so far is released, then the operation completes with operation_aborted:
-    /// for terminal and partial within the cleanup grace, the rest going on in the background;
-    /// for total alone once every node is known gone.
+    /// lease taken so far is released, then the operation completes with operation_aborted: for
+    /// terminal and partial within two cleanup graces (the acquire's, the releases'), the rest going
+    /// on in the background; for total alone once every node is known gone.
     /// Deadline: as a single acquire's, the operation completes within the cleanup grace (250 ms)
     /// of its deadline or cancellation whatever the server does, plus one more grace for the
     /// releases of what was taken: a release the server has not confirmed by then goes on in the

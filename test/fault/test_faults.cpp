@@ -14,8 +14,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace zklock;
 using namespace zklock::test;
@@ -535,6 +538,151 @@ TEST_CASE("fault 8b: reconnects back off: sessions whose server is gone neither 
     });
 }
 
+namespace {
+
+// ---- Cancellation while the server is frozen (fault 8f, 8g, 8h) --------------------------------
+
+using clock_type = std::chrono::steady_clock;
+
+const asio::cancellation_type cancel_types[3] = {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                                                 asio::cancellation_type::total};
+const char* const cancel_type_names[3] = {"terminal", "partial", "total"};
+
+/// Freezes the server: SIGSTOP, then waits (2 s at most) until every thread of it has stopped.
+/// kill() returns before a multi-threaded process has stopped: its threads go on for a moment,
+/// long enough on a loaded machine to answer requests sent just after.
+bool freeze(const zk_server& server)
+{
+    const pid_t pid = server.pid();
+    if (pid <= 0 || ::kill(pid, SIGSTOP) != 0) return false;
+    const auto task_dir = std::filesystem::path("/proc") / std::to_string(pid) / "task";
+    const auto until = clock_type::now() + 2s;
+    while (clock_type::now() < until) {
+        bool all_stopped = true;
+        std::error_code ec;
+        for (const auto& t : std::filesystem::directory_iterator(task_dir, ec)) {
+            std::ifstream in(t.path() / "stat");
+            std::string line;
+            std::getline(in, line);
+            // "tid (comm) STATE ...": comm may hold spaces and parentheses.
+            const auto close = line.rfind(')');
+            const char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+            if (state != 'T' && state != 't' && state != 'Z' && state != 'X') all_stopped = false;
+        }
+        if (!ec && all_stopped) return true;
+        std::this_thread::sleep_for(1ms);
+    }
+    return false;
+}
+
+/// When each of three operations, one per cancellation type, completed after the server was
+/// frozen, and how.
+struct frozen_cancels {
+    double took[3] = {-1, -1, -1};  // seconds from the freeze to the completion
+    error_code ec[3];
+    bool while_frozen[3] = {};  // completed before the server was thawed
+};
+
+/// Starts three operations, `start(i, slot)` (an awaitable of the operation's error_code) bound to
+/// a slot that gets cancel_types[i]; once `queued()` (an awaitable of bool) tells they all wait,
+/// freezes the server (SIGSTOP), cancels the three, and thaws it after `frozen_for`.
+template <class Start, class Queued>
+awaitable<frozen_cancels> cancel_each_type_frozen(zk_server& server, Start start, Queued queued,
+                                                  std::chrono::milliseconds frozen_for)
+{
+    struct state {
+        asio::cancellation_signal signals[3];
+        std::optional<clock_type::time_point> done_at[3];
+        error_code ec[3];
+    };
+    auto st = std::make_shared<state>();  // the tasks' own: they may outlive a failed REQUIRE
+    task_group tasks{co_await asio::this_coro::executor};
+    for (int i = 0; i < 3; ++i)
+        tasks.spawn([st, start, i]() -> awaitable<void> {
+            const error_code ec = co_await start(i, st->signals[i].slot());
+            st->done_at[i] = clock_type::now();
+            st->ec[i] = ec;
+        });
+    REQUIRE(co_await queued());
+    REQUIRE(freeze(server));
+    const auto frozen_at = clock_type::now();
+    for (int i = 0; i < 3; ++i) st->signals[i].emit(cancel_types[i]);
+    co_await sleep_for(frozen_for);
+    frozen_cancels out;
+    for (int i = 0; i < 3; ++i) out.while_frozen[i] = st->done_at[i].has_value();
+    REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+    CHECK(co_await tasks.join());
+    for (int i = 0; i < 3; ++i) {
+        if (st->done_at[i]) out.took[i] = std::chrono::duration<double>(*st->done_at[i] - frozen_at).count();
+        out.ec[i] = st->ec[i];
+    }
+    co_return out;
+}
+
+/// What Asio defines for an operation with side effects, as the guide's cancellation section
+/// advertises for an acquire: each type completes with operation_aborted; terminal and partial
+/// within the cleanup grace (250 ms; `graces` of them, one per step that undoes something) while
+/// the server is frozen, their clean-up going on in the background; total alone not while frozen,
+/// only once the server has confirmed its nodes gone.
+void check_acquire_like(const frozen_cancels& o, std::chrono::milliseconds frozen_for, const char* what, int graces = 1)
+{
+    MESSAGE(std::string(what) << " frozen for " << frozen_for.count() << " ms: terminal completed after " << o.took[0] << " s, partial "
+                 << o.took[1] << " s, total " << o.took[2] << " s");
+    for (int i = 0; i < 3; ++i) {
+        CAPTURE(cancel_type_names[i]);
+        CHECK(o.ec[i] == asio::error::operation_aborted);
+    }
+    for (int i = 0; i < 2; ++i) {
+        CAPTURE(cancel_type_names[i]);
+        CHECK(o.while_frozen[i]);
+        CHECK(o.took[i] < 0.25 * graces + 0.75);
+    }
+    CHECK_FALSE(o.while_frozen[2]);
+    CHECK(o.took[2] >= std::chrono::duration<double>(frozen_for).count());
+}
+
+/// A release (or resign) cancelled with one type while the server is frozen.
+struct frozen_release {
+    error_code ec{asio::error::would_block};  // (not completed)
+    bool while_frozen = false;
+};
+
+/// Freezes the server (SIGSTOP), starts `release(slot)` (an awaitable of its error_code), cancels
+/// it with `type` 50 ms later, thaws the server after `frozen_for` more, and waits for it.
+template <class Release>
+awaitable<frozen_release> release_cancelled_frozen(zk_server& server, Release release, asio::cancellation_type type,
+                                                   std::chrono::milliseconds frozen_for = 800ms)
+{
+    struct state {
+        asio::cancellation_signal signal;
+        std::optional<error_code> ec;
+    };
+    auto st = std::make_shared<state>();
+    task_group tasks{co_await asio::this_coro::executor};
+    REQUIRE(freeze(server));
+    tasks.spawn([st, release]() -> awaitable<void> { st->ec = co_await release(st->signal.slot()); });
+    co_await sleep_for(50ms);
+    st->signal.emit(type);
+    co_await sleep_for(frozen_for);
+    frozen_release out;
+    out.while_frozen = st->ec.has_value();
+    REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+    CHECK(co_await tasks.join());
+    if (st->ec) out.ec = *st->ec;
+    co_return out;
+}
+
+/// A lease's (or leadership's) release with a bound cancellation slot; its error_code.
+auto release_of(lease& l)
+{
+    return [&l](asio::cancellation_slot slot) -> awaitable<error_code> {
+        auto [ec] = co_await l.async_release(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+        co_return ec;
+    };
+}
+
+}  // namespace
+
 TEST_CASE("fault 8f: each cancellation type as Asio defines it: total leaves nothing behind, a release ignores it")
 {
     run([]() -> awaitable<void> {
@@ -548,82 +696,135 @@ TEST_CASE("fault 8f: each cancellation type as Asio defines it: total leaves not
         mutex mh{hs, path}, mw{ws, path};
         auto held = co_await mh.async_acquire(5s);
 
-        // Three waiters, one per cancellation type, each cancelled while the server is frozen;
-        // and the holder's release, cancelled partially then.
-        const asio::cancellation_type types[] = {asio::cancellation_type::terminal, asio::cancellation_type::partial,
-                                                 asio::cancellation_type::total};
-        asio::cancellation_signal signals[3];
-        double took[3] = {-1, -1, -1};
-        error_code ecs[3];
-        const auto t0 = std::chrono::steady_clock::now();
-        task_group tasks{ex};
-        for (int i = 0; i < 3; ++i)
-            tasks.spawn([&, i]() -> awaitable<void> {
-                auto [ec, l] = co_await mw.async_acquire(
-                    asio::bind_cancellation_slot(signals[i].slot(), asio::as_tuple(asio::use_awaitable)));
-                took[i] = since(t0);
-                ecs[i] = ec;
-            });
-        REQUIRE(co_await wait_children(hs, path, 4) == 4);
+        // Three waiters, one per cancellation type, each cancelled while the server is frozen.
+        const auto frozen_for = 1500ms;
+        const auto o = co_await cancel_each_type_frozen(
+            server,
+            [&mw](int, asio::cancellation_slot slot) -> awaitable<error_code> {
+                auto [ec, l] = co_await mw.async_acquire(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+                co_return ec;
+            },
+            [&]() -> awaitable<bool> { co_return co_await wait_children(hs, path, 4) == 4; }, frozen_for);
+        check_acquire_like(o, frozen_for, "acquire");
+        CHECK(ws.metrics().background_cleanups == 2);  // terminal's and partial's deletions
+        CHECK(co_await wait_children(ws, path, 1) == 1);  // the holder's node, alone
 
-        REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
-        const auto frozen_at = since(t0);
-        for (int i = 0; i < 3; ++i) signals[i].emit(types[i]);
-        asio::cancellation_signal rel_partial;
-        error_code rel_partial_ec;
-        double rel_partial_took = -1;
-        tasks.spawn([&]() -> awaitable<void> {
-            auto [ec] = co_await held.async_release(
-                asio::bind_cancellation_slot(rel_partial.slot(), asio::as_tuple(asio::use_awaitable)));
-            rel_partial_ec = ec;
-            rel_partial_took = since(t0);
-        });
-        co_await sleep_for(50ms);
-        rel_partial.emit(asio::cancellation_type::partial);
-        co_await sleep_for(1500ms);
-        const bool total_done_while_frozen = took[2] >= 0;
-        const bool release_done_while_frozen = rel_partial_took >= 0;
-        REQUIRE(::kill(server.pid(), SIGCONT) == 0);
-        CHECK(co_await tasks.join());
-
-        MESSAGE("frozen at " << frozen_at << " s for 1.55 s; terminal completed after " << took[0] << " s, partial "
-                             << took[1] << " s, total " << took[2] << " s");
-        for (int i = 0; i < 3; ++i) CHECK(ecs[i] == asio::error::operation_aborted);
-        // Terminal and partial: within the cleanup grace, their deletions left in the background.
-        CHECK(took[0] - frozen_at < 1.0);
-        CHECK(took[1] - frozen_at < 1.0);
-        // Total: not while frozen; it completed once its node was gone, nothing in the background.
-        CHECK_FALSE(total_done_while_frozen);
-        CHECK(took[2] - frozen_at >= 1.5);
-        CHECK(ws.metrics().background_cleanups == 2);
-        // The release cancelled partially completed at once, with operation_aborted, and the
-        // deletion went on.
-        CHECK(release_done_while_frozen);
-        CHECK(rel_partial_ec == asio::error::operation_aborted);
-        CHECK(co_await wait_children(ws, path, 0) == 0);
+        // A release cancelled partially or terminally completes at once, with operation_aborted,
+        // and the deletion goes on.
+        for (const auto type : {asio::cancellation_type::partial, asio::cancellation_type::terminal}) {
+            CAPTURE(type == asio::cancellation_type::partial ? "partial" : "terminal");
+            const auto r = co_await release_cancelled_frozen(server, release_of(held), type);
+            CHECK(r.while_frozen);
+            CHECK(r.ec == asio::error::operation_aborted);
+            CHECK_FALSE(held.owns_lock());
+            CHECK(co_await wait_children(ws, path, 0) == 0);
+            held = co_await mh.async_acquire(5s);
+        }
 
         // A release cancelled with total alone is not cancelled: it completes, without error,
         // once the server has answered.
-        auto again = co_await mh.async_acquire(5s);
-        REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
-        asio::cancellation_signal rel_total;
-        error_code rel_total_ec{asio::error::would_block};
-        double rel_total_took = -1;
-        tasks.spawn([&]() -> awaitable<void> {
-            auto [ec] = co_await again.async_release(
-                asio::bind_cancellation_slot(rel_total.slot(), asio::as_tuple(asio::use_awaitable)));
-            rel_total_ec = ec;
-            rel_total_took = since(t0);
-        });
-        co_await sleep_for(50ms);
-        rel_total.emit(asio::cancellation_type::total);
-        co_await sleep_for(800ms);
-        const bool total_release_done_while_frozen = rel_total_took >= 0;
-        REQUIRE(::kill(server.pid(), SIGCONT) == 0);
-        CHECK(co_await tasks.join());
-        CHECK_FALSE(total_release_done_while_frozen);
-        CHECK_FALSE(rel_total_ec);
+        const auto r = co_await release_cancelled_frozen(server, release_of(held), asio::cancellation_type::total);
+        CHECK_FALSE(r.while_frozen);
+        CHECK_FALSE(r.ec);
         CHECK(co_await wait_children(ws, path, 0) == 0);
+        co_await hs.async_close();
+        co_await ws.async_close();
+    });
+}
+
+TEST_CASE("fault 8g: multi_lock takes each cancellation type as an acquire does, releasing what it took")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000}};
+        session hs{ex, config_for(server.connect_string(), 8000ms)};
+        session ws{ex, config_for(server.connect_string(), 8000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        // Three multi_locks, one per cancellation type, each over a free lock of its own (taken
+        // first: its path sorts first) and a lock the other session holds (waited for).
+        const auto held_path = unique_path("cancel-multi-b");
+        const std::string free_paths[3] = {unique_path("cancel-multi-a"), unique_path("cancel-multi-a"),
+                                           unique_path("cancel-multi-a")};
+        auto held = co_await mutex{hs, held_path}.async_acquire(5s);
+        std::size_t left_at_total = 99;  // the nodes of the total one's taken lock when it completed
+
+        const auto frozen_for = 1500ms;
+        const auto o = co_await cancel_each_type_frozen(
+            server,
+            [&](int i, asio::cancellation_slot slot) -> awaitable<error_code> {
+                multi_lock ml{ws, {lock_spec::exclusive(held_path), lock_spec::exclusive(free_paths[i])}};
+                auto [ec, leases] = co_await ml.async_acquire(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+                if (i == 2) left_at_total = (co_await children_of(hs, free_paths[i])).size();
+                co_return ec;
+            },
+            [&]() -> awaitable<bool> {
+                for (const auto& p : free_paths)
+                    if (co_await wait_children(hs, p, 1) != 1) co_return false;
+                co_return co_await wait_children(hs, held_path, 4) == 4;
+            },
+            frozen_for);
+        // Terminal and partial: one grace for the acquire in flight, one for the release of the
+        // lock taken; each left its deletion in the background.
+        check_acquire_like(o, frozen_for, "multi_lock", 2);
+        CHECK(ws.metrics().background_cleanups == 4);
+        // Total: its taken lock's node was gone when it completed.
+        CHECK(left_at_total == 0);
+        for (const auto& p : free_paths) CHECK(co_await wait_children(hs, p, 0) == 0);
+        CHECK(co_await wait_children(hs, held_path, 1) == 1);  // the holder's node, alone
+        co_await held.async_release();
+        co_await hs.async_close();
+        co_await ws.async_close();
+    });
+}
+
+TEST_CASE("fault 8h: a campaign takes each cancellation type as an acquire does, a resign as a release")
+{
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zk_server server{server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000}};
+        session hs{ex, config_for(server.connect_string(), 8000ms)};
+        session ws{ex, config_for(server.connect_string(), 8000ms)};
+        co_await connect(hs);
+        co_await connect(ws);
+        const auto path = unique_path("cancel-election");
+        election eh{hs, path}, ew{ws, path};
+        auto leading = co_await eh.async_campaign("leader", 5s);
+
+        // Three candidates behind the leader, one per cancellation type.
+        const auto frozen_for = 1500ms;
+        const auto o = co_await cancel_each_type_frozen(
+            server,
+            [&ew](int i, asio::cancellation_slot slot) -> awaitable<error_code> {
+                auto [ec, l] = co_await ew.async_campaign("candidate " + std::to_string(i),
+                                                          asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+                co_return ec;
+            },
+            [&]() -> awaitable<bool> { co_return co_await wait_children(hs, path, 4) == 4; }, frozen_for);
+        check_acquire_like(o, frozen_for, "campaign");
+        CHECK(ws.metrics().background_cleanups == 2);
+        CHECK(co_await wait_children(hs, path, 1) == 1);  // the leader's node, alone
+
+        // A resign is a release: partial and terminal stop the wait (the deletion goes on), total
+        // alone is ignored.
+        for (const auto type : {asio::cancellation_type::partial, asio::cancellation_type::terminal,
+                                asio::cancellation_type::total}) {
+            const bool total = type == asio::cancellation_type::total;
+            CAPTURE(total ? "total" : type == asio::cancellation_type::partial ? "partial" : "terminal");
+            const auto r = co_await release_cancelled_frozen(
+                server,
+                [&leading](asio::cancellation_slot slot) -> awaitable<error_code> {
+                    auto [ec] = co_await leading.async_resign(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+                    co_return ec;
+                },
+                type);
+            CHECK(r.while_frozen == !total);
+            if (total) CHECK_FALSE(r.ec);
+            else CHECK(r.ec == asio::error::operation_aborted);
+            CHECK_FALSE(leading.is_leader());
+            CHECK(co_await wait_children(hs, path, 0) == 0);
+            if (!total) leading = co_await eh.async_campaign("leader", 5s);
+        }
         co_await hs.async_close();
         co_await ws.async_close();
     });
