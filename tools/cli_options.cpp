@@ -462,9 +462,10 @@ std::string help_text()
          "  'zklock leader' prints PATH's leader (node, library, age, value), or says on stderr that\n"
          "  nobody leads and exits 75; with --watch it prints a line at once and one per change of\n"
          "  leader (or of its value), until SIGINT, SIGTERM, SIGHUP or SIGQUIT end it with status 0.\n"
-         "  'zklock revoke' asks every zklock holder of LOCKPATH (every shared holder, every permit holder;\n"
-         "  elect: the leader) to let go, by writing a revocation request into its node; it exits 0 once\n"
-         "  written, 75 if no holder could be asked. Nodes of other libraries are left alone.\n"
+         "  'zklock revoke' asks every holder of LOCKPATH (every shared holder, every permit holder;\n"
+         "  elect: the leader) to let go, by writing a revocation request into its node (Curator's own,\n"
+         "  which a revocable Curator holder hears); it exits 0 once written, 75 if no holder could be\n"
+         "  asked. Kazoo holders are left alone: Kazoo's locks have no revocation.\n"
          "\n"
          "OPTIONS\n";
     for (auto& s : specs) {

@@ -672,10 +672,12 @@ awaitable<int> run_list(cli::options o)
 /// Asks every holder of LOCKPATH to let go: zklock::revocation_request written into each holder's
 /// node (the holder's lease::async_wait_revocation sees it; a `zklock` holder ends COMMAND and
 /// releases). Every holder, because a shared lock or a semaphore has several and a writer waiting
-/// behind readers needs all of them gone. Nodes of other libraries are left alone: the write would
-/// replace their owner data, a Curator holder hears the request (Curator's own bytes) only if its
-/// program made the lock revocable, and Kazoo's locks have no revocation.
-/// One line on stdout per holder asked. 0: every zklock holder asked; 75: nobody to ask.
+/// behind readers needs all of them gone. The request is Curator's own (`__REVOKE__`, what its
+/// Revoker writes), so Curator holders are asked the same way: one whose program made the lock
+/// revocable (InterProcessMutex.makeRevocable) hears it, one that did not ignores it, and a note
+/// on stderr says so. Kazoo holders are left alone: Kazoo's locks have no revocation, and the write
+/// would replace the identifier Kazoo's contenders() reports.
+/// One line on stdout per holder asked. 0: every zklock and Curator holder asked; 75: nobody to ask.
 awaitable<int> run_revoke(cli::options o)
 {
     auto ex = co_await asio::this_coro::executor;
@@ -692,10 +694,10 @@ awaitable<int> run_revoke(cli::options o)
     bool failed = false;
     for (const auto& e : listing.entries) {
         if (e.status != zklock::queue_entry::state::holder || e.gone) continue;
-        if (e.library != zklock::lock_library::zklock) {
+        if (e.library == zklock::lock_library::kazoo) {
             ++foreign;
-            say("%s is held by %s (a %s node), which does not take zklock's revocation requests; left alone",
-                o.path.c_str(), e.name.c_str(), zklock::to_string(e.library));
+            say("%s is held by %s (a kazoo node): Kazoo's locks have no revocation; left alone", o.path.c_str(),
+                e.name.c_str());
             continue;
         }
         const std::string node = o.path + "/" + e.name;
@@ -709,6 +711,10 @@ awaitable<int> run_revoke(cli::options o)
         } else {
             ++asked;
             std::printf("%s: asked %s (%s) to let go\n", o.path.c_str(), e.name.c_str(), owner_of(e.data).c_str());
+            if (e.library == zklock::lock_library::curator)
+                say("%s is a Curator node: its holder hears the request only if its program made the lock revocable "
+                    "(InterProcessMutex.makeRevocable)",
+                    e.name.c_str());
         }
     }
     co_await zk.async_close(tuple);

@@ -7,6 +7,7 @@
 // (further down) do the same for leader election, one foreign election recipe at a time.
 #include "fault_common.hpp"
 
+#include "support/curator_worker.hpp"
 #include "support/process_util.hpp"
 #include "support/tls_certs.hpp"
 
@@ -31,30 +32,8 @@ namespace {
 
 const fs::path interop_dir = fs::path(ZKLOCK_SOURCE_DIR) / "test" / "interop";
 
-// The Curator worker, compiled once per test process into a temp dir. Returns the classpath.
-const std::string& curator_classpath()
-{
-    static const std::string cp = [] {
-        const fs::path out = fs::temp_directory_path() / ("zklock-curator-" + std::to_string(::getpid()));
-        fs::create_directories(out);
-        std::string jars;
-        for (const auto& e : fs::directory_iterator("/usr/share/java")) {
-            const std::string n = e.path().filename().string();
-            for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
-                                     "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
-                if (n == want) jars += ":" + e.path().string();
-        }
-        const auto r = test::detail::run_process({"javac", "-nowarn", "-cp", jars.substr(jars.empty() ? 0 : 1), "-d", out.string(),
-                                                  (interop_dir / "CuratorWorker.java").string()},
-                                                 std::chrono::minutes(10));
-        if (r.status != 0)
-            throw std::runtime_error("cannot compile the Curator worker (javac and libcurator-recipes-java are installed "
-                                     "by scripts/install-deps.sh): javac exited with " + std::to_string(r.status) + ":\n" +
-                                     r.out + r.err);
-        return out.string() + jars;
-    }();
-    return cp;
-}
+// The Curator worker's classpath (support/curator_worker.hpp compiles it once per test process).
+const std::string& curator_classpath() { return curator_worker_classpath(interop_dir / "CuratorWorker.java"); }
 
 // A worker (java, python3: looked up in PATH) sharing the test's standard streams.
 using child = std::unique_ptr<child_process>;
@@ -84,8 +63,7 @@ awaitable<void> reap(std::vector<child>& kids, std::chrono::seconds limit)
 std::vector<std::string> curator(const std::string& servers, const std::string& path, const std::string& mode, int rounds,
                                  int hold_ms, const fs::path& log)
 {
-    return {"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", curator_classpath(), "CuratorWorker", servers, path, mode,
-            std::to_string(rounds), std::to_string(hold_ms), log.string()};
+    return curator_worker_argv(interop_dir / "CuratorWorker.java", servers, path, mode, rounds, hold_ms, log);
 }
 
 // The same over TLS, as Curator users configure it: ZooKeeper's Netty client socket and its

@@ -2,6 +2,7 @@
 // (cli_fixture.hpp starts it, waits for it and kills what is left).
 #include "cli_fixture.hpp"
 #include "cli_peers.hpp"
+#include "support/curator_worker.hpp"
 #include "support/tls_certs.hpp"
 
 // Boost.JSON compiled into this test (its header-only mode), to read `zklock list --json`.
@@ -869,7 +870,7 @@ TEST_CASE("zklock cli: revoke asks every holder to let go, a holder ends COMMAND
     });
 }
 
-TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' holders are left alone, a leader resigns")
+TEST_CASE("zklock cli: revoke with nobody to ask exits 75, a Kazoo holder is left alone, a leader resigns")
 {
     run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
         // No such path; a path with nobody in it.
@@ -887,7 +888,8 @@ TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' hold
         const auto kazoo_node = co_await create_foreign(zk, path + "/" + kazoo_name + "__lock__", "python");
         const auto foreign = co_await t.run("revoke", "--servers", t.servers, path);
         check_run(foreign, {.status = st_not_acquired, .out = "",
-                            .err_has = {"a kazoo node), which does not take zklock's revocation requests; left alone"}});
+                            .err = "zklock: " + path + " is held by " + kazoo_node.substr(path.size() + 1) +
+                                   " (a kazoo node): Kazoo's locks have no revocation; left alone\n"});
         auto [gec, data, gst] = co_await zk.async_get_data(kazoo_node, tuple);
         REQUIRE_FALSE(gec);
         CHECK(data == "python");
@@ -907,6 +909,44 @@ TEST_CASE("zklock cli: revoke with nobody to ask exits 75, other libraries' hold
                                   "after the revocation request; resigned " + election}});
         CHECK(co_await finish(next, 10s) == 0);
         CHECK(slurp(log) == "term\nnext\n");
+    });
+}
+
+TEST_CASE("zklock cli: revoke asks a Curator holder, whose lock made revocable lets go")
+{
+    run_cli(shared_server().connect_string(), [](fixture& t, session& zk) -> awaitable<void> {
+        // A real Curator 5.4 holder of an InterProcessMutex made revocable (makeRevocable): it
+        // holds until its revocation listener is called (exit 0), or 30 s pass (exit 3).
+        const auto path = unique_path("cli-revoke-curator"), log = t / "curator.log";
+        child_options java;
+        java.search_path = true;
+        process& curator = t.start_program(
+            "curator", curator_worker_argv(source_tree() / "test" / "interop" / "CuratorWorker.java", t.servers, path,
+                                           "hold-revocable", 1, 30000, log),
+            java);
+        const bool granted = co_await eventually([&] { return has(slurp(log), "grant "); }, 60s);
+        REQUIRE_MESSAGE(granted, "the Curator worker never held; stderr: " << curator.err());
+        const auto kids = co_await children_of(zk, path);
+        REQUIRE(kids.size() == 1);
+        const std::string node = kids[0];
+        CHECK(node.rfind("_c_", 0) == 0);  // Curator's protected name
+        auto [gec, data, gst] = co_await zk.async_get_data(path + "/" + node, tuple);
+        REQUIRE_FALSE(gec);
+
+        // The request is written into its node; the note says who hears it.
+        const auto r = co_await t.run("revoke", "--servers", t.servers, path);
+        const std::string owner = data.empty() ? "-" : data;  // the worker's Curator stores no data
+        check_run(r, {.out = path + ": asked " + node + " (" + owner + ") to let go\n",
+                      .err = "zklock: " + node + " is a Curator node: its holder hears the request only if its program "
+                             "made the lock revocable (InterProcessMutex.makeRevocable)\n"});
+        // Its listener was called: it let go and exited 0, and its node is gone.
+        CHECK(co_await finish(curator, 30s) == 0);
+        const auto words = lines_of(slurp(log));
+        REQUIRE(words.size() == 3);
+        CHECK(words[0].rfind("grant ", 0) == 0);
+        CHECK(words[1].rfind("revoked ", 0) == 0);
+        CHECK(words[2].rfind("release ", 0) == 0);
+        CHECK((co_await children_of(zk, path)).empty());
     });
 }
 
