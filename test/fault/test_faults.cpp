@@ -873,7 +873,7 @@ TEST_CASE("fault 8e: no deadline stretches with an outage: acquire, try-acquire,
         co_await sleep_until(t0 + 500ms);
         REQUIRE(co_await wait_children(hs, path, 2) == 2);  // the multi waits behind the holder
         REQUIRE(co_await wait_children(hs, multi_path, 1) == 1);  // holding the other lock
-        if (frozen) REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
+        if (frozen) REQUIRE(freeze(server));
         else proxy.blackhole();
         co_await sleep_until(t0 + 1000ms);
         asio::co_spawn(ex, [&]() -> awaitable<void> {
