@@ -7,6 +7,8 @@
 #   * the calls it makes that can touch its socket must be ones the seam handles (socket, close,
 #     send, recv, poll, read) or ones that pass through unchanged (connect, the socket options,
 #     getpeername, fcntl); a client that read with readv or recvmsg would lose replies;
+#   * no fortified variant of those (_FORTIFY_SOURCE's __recv_chk, __read_chk, __poll_chk, ...):
+#     the seam would not see the call;
 #   * and it must make the ones the seam relies on (socket, close, send, recv).
 
 # The versions CI builds and tests against: Debian 12's 3.8.0 and Debian 13's 3.9.3.
@@ -22,37 +24,46 @@ set(ZKLOCK_SEAM_REFUSED accept accept4 bind dup dup2 dup3 epoll_create epoll_cre
   pwritev pwritev2 readv recvfrom recvmmsg recvmsg select sendfile sendfile64 sendmmsg sendmsg sendto
   shutdown socketpair splice write writev)
 
-function(zklock_check_zookeeper_client archive version)
+# Refuses a client version outside the tested range; WHERE names the client in the message.
+function(zklock_check_zookeeper_version version where)
   if(NOT version)
-    message(FATAL_ERROR "zklock: cannot read the ZooKeeper C client's version (zookeeper_version.h)")
+    message(FATAL_ERROR "zklock: cannot read the ZooKeeper C client's version (zookeeper_version.h of ${where})")
   endif()
   if(version VERSION_LESS ZKLOCK_ZOOKEEPER_TESTED_MIN OR NOT version VERSION_LESS ZKLOCK_ZOOKEEPER_TESTED_BELOW)
-    message(FATAL_ERROR "zklock: the ZooKeeper C client found is ${version} (${archive}); zklock drives "
+    message(FATAL_ERROR "zklock: the ZooKeeper C client found is ${version} (${where}); zklock drives "
       "the client's socket calls itself and is tested with ${ZKLOCK_ZOOKEEPER_TESTED_MIN} up to, not "
       "including, ${ZKLOCK_ZOOKEEPER_TESTED_BELOW} (Debian 12's 3.8.0, Debian 13's 3.9.3). Point "
-      "CMAKE_PREFIX_PATH at a client in that range (scripts/fetch-zk-client.sh fetches Debian 13's).")
+      "CMAKE_PREFIX_PATH at a client in that range (scripts/fetch-zk-client.sh fetches Debian 13's), "
+      "or ZKLOCK_ZK_SOURCE at such a source release.")
   endif()
-  execute_process(COMMAND ${CMAKE_NM} -u --format=posix ${archive} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "zklock: `${CMAKE_NM} -u ${archive}` failed")
-  endif()
-  string(REPLACE "\n" ";" lines "${out}")
-  set(undefined "")
-  foreach(l IN LISTS lines)
-    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) U")
-      list(APPEND undefined ${CMAKE_MATCH_1})
-    endif()
-  endforeach()
+endfunction()
+
+# zklock_check_socket_calls(WHAT VERSION PREFIX UNDEFINED...): refuses a client whose objects
+# (the names they need, UNDEFINED) make a socket call the seam does not handle, a fortified
+# variant (_FORTIFY_SOURCE: __recv_chk, __read_chk, __poll_chk, ...) of a socket call, or, with
+# PREFIX "zklock_cio_" (a client compiled with the seam's routing), a socket call that escaped
+# the routing; and one that never makes the calls the seam relies on (PREFIX + socket, ...).
+function(zklock_check_socket_calls what version prefix)
+  set(undefined ${ARGN})
   list(REMOVE_DUPLICATES undefined)
+  set(refusable ${ZKLOCK_SEAM_REFUSED})
+  if(prefix)
+    list(APPEND refusable ${ZKLOCK_SEAM_CALLS})
+  endif()
   set(refused "")
   set(missing "")
-  foreach(c IN LISTS ZKLOCK_SEAM_REFUSED)
-    if(c IN_LIST undefined)
+  foreach(c IN LISTS undefined)
+    if(c IN_LIST refusable)
       list(APPEND refused ${c})
+    elseif(c MATCHES "^__(.+)_chk$")
+      set(base ${CMAKE_MATCH_1})
+      if(base IN_LIST ZKLOCK_SEAM_CALLS OR base IN_LIST ZKLOCK_SEAM_REFUSED OR base STREQUAL "fdelt")
+        list(APPEND refused "${c} (the fortified ${base}, _FORTIFY_SOURCE)")
+      endif()
     endif()
   endforeach()
   foreach(c IN LISTS ZKLOCK_SEAM_REQUIRED)
-    if(NOT c IN_LIST undefined)
+    if(NOT "${prefix}${c}" IN_LIST undefined)
       list(APPEND missing ${c})
     endif()
   endforeach()
@@ -67,15 +78,38 @@ function(zklock_check_zookeeper_client archive version)
       string(APPEND why " It never calls ${m}, so the seam would not be in its path.")
     endif()
     list(JOIN ZKLOCK_SEAM_CALLS ", " handled)
-    message(FATAL_ERROR "zklock: the ZooKeeper C client ${version} (${archive}) does its socket I/O in a "
+    message(FATAL_ERROR "zklock: the ZooKeeper C client ${version} (${what}) does its socket I/O in a "
       "way zklock has not checked.${why} The seam handles ${handled}.")
   endif()
   set(seen "")
   foreach(c IN LISTS ZKLOCK_SEAM_CALLS ZKLOCK_SEAM_PASSING)
-    if(c IN_LIST undefined)
+    if("${prefix}${c}" IN_LIST undefined OR c IN_LIST undefined)
       list(APPEND seen ${c})
     endif()
   endforeach()
   list(JOIN seen " " seen)
   message(STATUS "zklock: ZooKeeper C client ${version}, its socket calls checked: ${seen}")
+endfunction()
+
+# The names the objects or archives FILES need from elsewhere (nm -u).
+function(zklock_undefined_names out)
+  execute_process(COMMAND ${CMAKE_NM} -u --format=posix ${ARGN} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "zklock: `${CMAKE_NM} -u ${ARGN}` failed")
+  endif()
+  string(REPLACE "\n" ";" lines "${text}")
+  set(names "")
+  foreach(l IN LISTS lines)
+    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) U")
+      list(APPEND names ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES names)
+  set(${out} "${names}" PARENT_SCOPE)
+endfunction()
+
+function(zklock_check_zookeeper_client archive version)
+  zklock_check_zookeeper_version("${version}" "${archive}")
+  zklock_undefined_names(undefined "${archive}")
+  zklock_check_socket_calls("${archive}" "${version}" "" ${undefined})
 endfunction()

@@ -18,8 +18,20 @@
 # the trixie keys since 2023.3+deb12u2). The system's apt.conf.d is read (proxy and date settings
 # apply as for the system's apt), its update hooks are cleared. Root is not needed.
 # Optional: ZK_SUITE (default trixie), ZK_DEBIAN_MIRROR, ZK_DEBIAN_SECURITY_MIRROR, ZK_KEYRING.
+#
+# With --source first, it fetches the suite's source package of zookeeper instead (deb-src; apt
+# checks each file against the signed Sources index) into src/, and prints the path of its
+# zookeeper_<version>.orig.tar.gz, which is Apache's source release, for ZKLOCK_ZK_SOURCE:
+#
+#   src=$(ZK_SUITE=bookworm bash scripts/fetch-zk-client.sh --source build-zk38src)   # 3.8.0
+#   cmake -S . -B build-src -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$src" ...
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+mode=binary
+if [[ ${1:-} == --source ]]; then
+    mode=source
+    shift
+fi
 work=${1:-$here/build-zk39}
 suite=${ZK_SUITE:-trixie}
 keyring=${ZK_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
@@ -80,10 +92,12 @@ security=${security:-http://deb.debian.org/debian-security}
 arch=$(dpkg --print-architecture)
 mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,sources.list.d,preferences.d,trusted.gpg.d,log}
 : >"$apt_dir/state/status"
+kind=deb
+[[ $mode == source ]] && kind=deb-src
 cat >"$apt_dir/sources.list" <<EOF
-deb [signed-by=$keyring] $mirror $suite main
-deb [signed-by=$keyring] $mirror $suite-updates main
-deb [signed-by=$keyring] $security $suite-security main
+$kind [signed-by=$keyring] $mirror $suite main
+$kind [signed-by=$keyring] $mirror $suite-updates main
+$kind [signed-by=$keyring] $security $suite-security main
 EOF
 cat >"$apt_dir/apt.conf" <<EOF
 Dir::State "$apt_dir/state";
@@ -122,6 +136,18 @@ if ! apt_get update >"$log" 2>&1 || grep -qE '^(W|E): ' "$log"; then
             "2023.3+deb12u2 or later has them), or set ZK_KEYRING to a keyring that has them"
     fi
     die "apt-get update failed (private configuration $apt_dir/apt.conf)"
+fi
+
+if [[ $mode == source ]]; then
+    # The highest version of the three suites; files already there and matching are kept.
+    mkdir -p "$work/src"
+    if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$work/src"; fi
+    say "downloading the source package zookeeper of $suite"
+    (cd "$work/src" && apt_get source --download-only zookeeper >&2)
+    orig=$(ls -t "$work"/src/zookeeper_*.orig.tar.* 2>/dev/null | head -n1)
+    [[ -n $orig ]] || die "the source package of $suite has no zookeeper_<version>.orig.tar.*"
+    echo "$orig"
+    exit 0
 fi
 
 # The candidate of $1: the highest version over the three suites.

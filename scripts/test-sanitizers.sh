@@ -2,23 +2,29 @@
 # The ZKLOCK_SANITIZERS=1 part of scripts/test.sh, run after the regular suite has passed:
 #   1. the fault storm for 60 s (ctest label "soak") in the regular build;
 #   2. the suite but the examples and the cases named at its ctest line, built with Clang 16 and
-#      ASan + UBSan, LeakSanitizer on, against Debian 13's C client (3.9.3, fetched and unpacked
-#      by scripts/fetch-zk-client.sh, not installed), the library and the tool with -Werror and
-#      every file with BOOST_ASIO_NO_DEPRECATED                                  (build-asan);
-#   3. the tests that run an io_context on several threads, under TSan, three times (build-tsan);
-#   4. the fuzz targets under libFuzzer (Clang 16), 15 s each                    (build-fuzz).
-# The regular build is GCC's against Debian 12's client (3.8.0), so each compiler and each client
-# builds and runs the whole suite once. About 15 minutes on 2 cores from scratch. Every step runs
-# even if an earlier one failed; the script fails if any did. Directories: ASAN_BUILD_DIR,
-# TSAN_BUILD_DIR, FUZZ_BUILD_DIR, ZK39_WORK_DIR (the fetched client); the fuzz time per target:
-# ZKLOCK_FUZZ_SECONDS; crashes are kept in build-fuzz/crashes-<target>/.
+#      ASan + UBSan, LeakSanitizer on, with the C client compiled from Apache's source release of
+#      3.9.3 (Debian 13's source package, fetched by scripts/fetch-zk-client.sh --source), the
+#      library and the tool with -Werror and every file with BOOST_ASIO_NO_DEPRECATED (build-asan);
+#   3. the C client from the source release of 3.8.0 (Debian 12's source package), built with
+#      _FORTIFY_SOURCE=3, without TLS and without OpenSSL or the system's C client in sight: the
+#      unit, simulation and integration suites (build-src38);
+#   4. the tests that run an io_context on several threads, under TSan, twice      (build-tsan);
+#   5. the fuzz targets under libFuzzer (Clang 16), 15 s each                    (build-fuzz).
+# The regular build is GCC's with Debian 12's static client (3.8.0), so each compiler and each way
+# to the client builds and runs the suites. About 25 minutes on 2 cores from scratch. Every step
+# runs even if an earlier one failed; the script fails if any did. Directories: ASAN_BUILD_DIR,
+# SRC38_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR, ZK39_WORK_DIR and ZK38_WORK_DIR (the fetched
+# source packages); the fuzz time per target: ZKLOCK_FUZZ_SECONDS; crashes are kept in
+# build-fuzz/crashes-<target>/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 asan=${ASAN_BUILD_DIR:-$here/build-asan}
 tsan=${TSAN_BUILD_DIR:-$here/build-tsan}
 fuzz=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+src38=${SRC38_BUILD_DIR:-$here/build-src38}
 zk39_work=${ZK39_WORK_DIR:-$here/build-zk39}
+zk38_work=${ZK38_WORK_DIR:-$here/build-zk38}
 jobs=${JOBS:-$(nproc)}
 test_jobs=${TEST_JOBS:-2}
 fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
@@ -70,28 +76,28 @@ configure() {  # configure DIR CMAKE-ARGS...
 step "soak: the fault storm for 60 s"
 run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600" || ctest_digest soak "$build"
 
-step "ASan+UBSan: fetching Debian 13's C client, building the suite with Clang 16 in $asan"
+step "ASan+UBSan: fetching Debian 13's source of the C client, building the suite with Clang 16 in $asan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # One build for three things: the sanitizers, the other compiler (the regular build is GCC's; the
 # library and the tool must build on Clang without a warning, hence ZKLOCK_WERROR) and the other C
-# client. -O0 -g1 (line tables only): Clang builds it in about a third of GCC's time at -O1, the
+# client, from its source. -O0 -g1 (line tables only): Clang builds it in about a third of GCC's time at -O1, the
 # reports keep their file and line, and the suite waits on servers far more than it computes.
-# A fresh cache each time (--fresh): the client's paths are cached, and one configured for another
-# prefix would keep them; so would the compiler of a build directory made before by GCC.
+# A fresh cache each time (--fresh): the client's paths are cached; so would the compiler of a build
+# directory made before by GCC be.
 # BOOST_ASIO_NO_DEPRECATED for every file (never for some only: see CMakeLists.txt): zklock uses
 # none of Asio's deprecated API.
 # Not the examples: they make the calls the suites make, and their build (Beast's HTTP server
 # among them) is long; the regular build runs them. Not the mutants' second build of the library
 # either: the regular build runs them.
-if prefix=$(bash "$here/scripts/fetch-zk-client.sh" "$zk39_work") &&
+if zk39_source=$(bash "$here/scripts/fetch-zk-client.sh" --source "$zk39_work") &&
     configure "$asan" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
-        -DCMAKE_PREFIX_PATH="$prefix" -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF \
+        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$zk39_source" \
+        -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF \
         -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON -DCMAKE_CXX_FLAGS=-DBOOST_ASIO_NO_DEPRECATED \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" &&
-    grep -q "^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=$prefix/" "$asan/CMakeCache.txt" &&
     cmake --build "$asan" -j "$jobs" >&2; then
-    step "ASan+UBSan: $(sed -n 's/^ZKLOCK_ZOOKEEPER_ST_ARCHIVE:FILEPATH=//p' "$asan/CMakeCache.txt"), running the suite"
+    step "ASan+UBSan: the C client from $zk39_source, running the suite"
     # Not: the soak (done above), the staged install and the subproject builds (their consumers
     # are not built with ASan), the bench; nor the cases whose subject is timing, not memory (a
     # holder stalled for seconds): their code paths are the other cases' too; nor the interop
@@ -106,6 +112,30 @@ else
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+step "source 3.8.0: fetching Debian 12's source of the C client, building in $src38"
+# What a distribution without Debian's archive builds: the client from Apache's source release,
+# its own C code with _FORTIFY_SOURCE=3 (the seam's check refuses a fortified socket call the seam
+# would not see), no TLS; OpenSSL and the system's C client hidden from CMake, so that neither can
+# be used (the tests' plain C client is the release's too). Clang, the C++ at -O0 (the build is the
+# stage's main cost); not the fault and threaded tests (their subject is not the client's build).
+if zk38_source=$(ZK_SUITE=bookworm bash "$here/scripts/fetch-zk-client.sh" --source "$zk38_work") &&
+    configure "$src38" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
+        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$zk38_source" -DZKLOCK_TLS=OFF \
+        -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ZooKeeper=ON \
+        -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON \
+        "-DCMAKE_C_FLAGS=-D_FORTIFY_SOURCE=3" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g0 -DNDEBUG" &&
+    cmake --build "$src38" -j "$jobs" --target zklock zklock_cli with_zookeeper zklock_unit_tests \
+        zklock_integration_tests zklock_cli_tests zklock_sim_tests zklock_sim_model_tests >&2; then
+    step "source 3.8.0: the C client from $zk38_source, running the unit, simulation and integration suites"
+    run "source 3.8.0" bash -c "cd '$src38' && ! nm -u libzklock.a | grep -E ' U (SSL|OPENSSL|X509|ERR)_' &&
+        ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_SRC_SIM_SCHEDULES:-2000} ctest --output-on-failure -j $test_jobs --timeout 900 \
+            -L 'unit|sim|integration' -E '^(cmake\\.(find_package|add_subdirectory|fetchcontent|layers)|docs\\.|fuzz\\.)'" ||
+        ctest_digest "source 3.8.0" "$src38"
+else
+    failed+=("source 3.8.0 build")
+fi
+
 step "TSan: building the threaded tests in $tsan"
 # Line tables only (-g1), as in the regular build: the reports keep their files and lines. Without
 # NDEBUG: the library's debug checks (assertions, the caller's thread) run here, and the case
@@ -114,7 +144,7 @@ if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" &&
     cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
     step "TSan: running them"
-    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --repeat until-fail:3 --timeout 900" ||
+    run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --repeat until-fail:2 --timeout 900" ||
         ctest_digest tsan "$tsan"
 else
     failed+=("tsan build")

@@ -18,7 +18,6 @@
 
 #include "core/handler_util.hpp"
 
-#include <boost/asio/ssl/context.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -31,6 +30,11 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+// asio::ssl::context, declared only: a build without TLS (ZKLOCK_TLS=OFF) has no OpenSSL headers.
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
 
 namespace zklock::detail {
 

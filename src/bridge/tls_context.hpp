@@ -9,7 +9,6 @@
 
 #include <zklock/config.hpp>
 
-#include <boost/asio/ssl/context.hpp>
 
 #include <sys/stat.h>
 
@@ -17,6 +16,11 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+// asio::ssl::context, declared only: a build without TLS (ZKLOCK_TLS=OFF) has no OpenSSL headers.
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
 
 namespace zklock::detail {
 

@@ -2,6 +2,7 @@
 #include "bridge/tls_engine.hpp"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 
 #include <openssl/err.h>

@@ -6,7 +6,6 @@
 
 #include "core/handler_util.hpp"
 
-#include <boost/asio/ssl/context.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -15,6 +14,11 @@
 
 using SSL = struct ssl_st;
 using BIO = struct bio_st;
+
+// asio::ssl::context, declared only: a build without TLS (ZKLOCK_TLS=OFF) has no OpenSSL headers.
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
 
 namespace zklock::detail {
 

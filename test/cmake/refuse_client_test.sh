@@ -2,7 +2,8 @@
 # Configure refuses a ZooKeeper C client it has not checked (cmake/ZooKeeperSeal.cmake), with a
 # message that says what it found: a copy of the system's client in a prefix of the test's, once
 # with a version outside the tested range, once with an archive that reads its socket with
-# recvmsg instead of recv. Configure only; nothing is built.
+# recvmsg instead of recv, once with an archive that holds an object built with _FORTIFY_SOURCE=3
+# whose recv became __recv_chk. Configure only; nothing is built but that object.
 #   refuse_client_test.sh INCLUDE_DIR ARCHIVE LIBRARY   (the client CMake found: its headers'
 #   directory, its libzookeeper_st.a and its libzookeeper_st.so)
 set -euo pipefail
@@ -35,4 +36,22 @@ objcopy --redefine-sym recv=recvmsg "$prefix/lib/libzookeeper_st.a"
 out=$(configure)
 grep -q "It calls recvmsg, which zklock's seam does not handle" <<<"$out" || fail "no word of recvmsg: $out"
 grep -q "It never calls recv" <<<"$out" || fail "no word of the missing recv: $out"
-echo "refusing an unchecked client: a 3.7.1 and a client reading with recvmsg, each refused with its reason: ok"
+# The fortified variant of a call the seam routes: glibc's recv wrapper calls __recv_chk when it
+# knows the buffer's size, and a renamed recv would never see that call.
+cp "$archive" "$prefix/lib/libzookeeper_st.a"
+cat >"$work/fortified.c" <<'CEOF'
+#include <sys/socket.h>
+#include <sys/types.h>
+int zk_fortified_read(int fd, size_t n)
+{
+    char buf[64];
+    return (int)recv(fd, buf, n, 0);
+}
+CEOF
+gcc -O2 -D_FORTIFY_SOURCE=3 -c "$work/fortified.c" -o "$work/fortified.o"
+nm -u "$work/fortified.o" | grep -q __recv_chk || fail "the compiler made no __recv_chk call: $(nm -u "$work/fortified.o")"
+ar r "$prefix/lib/libzookeeper_st.a" "$work/fortified.o" 2>/dev/null
+out=$(configure)
+grep -q "It calls __recv_chk (the fortified recv, _FORTIFY_SOURCE), which zklock's seam does not handle" <<<"$out" ||
+    fail "no word of __recv_chk: $out"
+echo "refusing an unchecked client: a 3.7.1, a client reading with recvmsg and one calling __recv_chk, each refused with its reason: ok"

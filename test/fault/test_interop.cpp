@@ -343,7 +343,7 @@ TEST_CASE("interop: a zklock holder whose session expires while a Curator waiter
     fs::remove_all(dir);
 }
 
-TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock client waits on the same path")
+TEST_CASE("interop: over TLS, a Curator client holds the lock and a zklock client waits on the same path" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     const fs::path dir = fs::temp_directory_path() / ("zklock-interop-tls-" + std::to_string(::getpid()));
     fs::create_directories(dir);

@@ -201,7 +201,7 @@ std::string check_own_sockets(int pairs, unsigned seed)
 
 }  // namespace
 
-TEST_CASE("seam: after a TLS session closed, the system's C client in the same process makes 10 000 requests without an error")
+TEST_CASE("seam: after a TLS session closed, the system's C client in the same process makes 10 000 requests without an error" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     // Once, a TLS session's routing outlived its socket and took the next plain client's replies
     // (the bench's raw floor after --tls completed 29 of 10 000 acquisitions).

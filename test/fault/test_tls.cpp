@@ -24,7 +24,7 @@ using namespace zklock;
 using namespace zklock::test;
 
 
-TEST_CASE("tls: over TLS the lock grants in queue order, and timed-out and cancelled waiters leave no node")
+TEST_CASE("tls: over TLS the lock grants in queue order, and timed-out and cancelled waiters leave no node" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -110,7 +110,7 @@ TEST_CASE("tls: over TLS the lock grants in queue order, and timed-out and cance
     });
 }
 
-TEST_CASE("tls: a holder cut off (fault proxy) past the session timeout is told before the next grant, then recovers")
+TEST_CASE("tls: a holder cut off (fault proxy) past the session timeout is told before the next grant, then recovers" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -163,7 +163,7 @@ TEST_CASE("tls: a holder cut off (fault proxy) past the session timeout is told 
     });
 }
 
-TEST_CASE("tls: the server restarts: the session reconnects over TLS and keeps its ZooKeeper session and lease")
+TEST_CASE("tls: the server restarts: the session reconnects over TLS and keeps its ZooKeeper session and lease" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -192,7 +192,7 @@ TEST_CASE("tls: the server restarts: the session reconnects over TLS and keeps i
     });
 }
 
-TEST_CASE("tls: each handshake failure is its own error, and none waits for the connect timeout")
+TEST_CASE("tls: each handshake failure is its own error, and none waits for the connect timeout" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     const auto& certs = shared_tls_certs();
     using bad = tls_certs::bad_server;
@@ -298,7 +298,7 @@ TEST_CASE("tls: each handshake failure is its own error, and none waits for the 
     }
 }
 
-TEST_CASE("tls: certificate identities: another certificate lists the queue but can neither queue, write nor delete")
+TEST_CASE("tls: certificate identities: another certificate lists the queue but can neither queue, write nor delete" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -352,7 +352,7 @@ TEST_CASE("tls: certificate identities: another certificate lists the queue but 
     });
 }
 
-TEST_CASE("tls: a CA file that changes is read again at the next connection")
+TEST_CASE("tls: a CA file that changes is read again at the next connection" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -376,7 +376,7 @@ TEST_CASE("tls: a CA file that changes is read again at the next connection")
     });
 }
 
-TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves over TLS, keeps session and lease")
+TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves over TLS, keeps session and lease" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     zk_ensemble ens{3, server_options{.tick_time = 200ms, .max_session_timeout_ms = 20000,
                                       .tls = shared_tls_certs().server_tls()}};
@@ -423,7 +423,7 @@ TEST_CASE("tls: in a 3-server ensemble, the holder's server is killed: it moves 
     });
 }
 
-TEST_CASE("tls: a TLS session opens one socket, to the server, closed on exec, and listens on none")
+TEST_CASE("tls: a TLS session opens one socket, to the server, closed on exec, and listens on none" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     // TLS runs on the C client's own socket: no loopback listener, no socket pair, nothing a
     // child started by exec could inherit.
@@ -467,7 +467,7 @@ TEST_CASE("tls: a TLS session opens one socket, to the server, closed on exec, a
     });
 }
 
-TEST_CASE("tls: the connection is TLS from its first byte: the ConnectRequest never crosses in the clear")
+TEST_CASE("tls: the connection is TLS from its first byte: the ConnectRequest never crosses in the clear" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     // A listener of the test's own stands in for the server and reads what the session sends
     // first: a TLS record (a ClientHello), never the C client's ConnectRequest with its password.
@@ -498,7 +498,7 @@ TEST_CASE("tls: the connection is TLS from its first byte: the ConnectRequest ne
     });
 }
 
-TEST_CASE("tls: a session destroyed with its io_context still ends its ZooKeeper session at once")
+TEST_CASE("tls: a session destroyed with its io_context still ends its ZooKeeper session at once" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     // Its close request goes out over TLS on the close thread, as a plaintext session's does: its
     // node goes at once, not at the session timeout (20 s).

@@ -372,7 +372,7 @@ TEST_CASE("zklock cli: a host name that does not resolve, and a chroot that does
     });
 }
 
-TEST_CASE("zklock cli: over TLS with --tls-ca, --tls-cert, --tls-key or their variables, refusals are named")
+TEST_CASE("zklock cli: over TLS with --tls-ca, --tls-cert, --tls-key or their variables, refusals are named" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     const auto& certs = shared_tls_certs();
     zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls(tls_server_options::client_auth::need)}};

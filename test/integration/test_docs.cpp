@@ -476,7 +476,7 @@ TEST_CASE("docs: security.md's digest_auth: another identity cannot delete our q
     });
 }
 
-TEST_CASE("docs: security.md's TLS settings connect to a server's secureClientPort and lock")
+TEST_CASE("docs: security.md's TLS settings connect to a server's secureClientPort and lock (without TLS built: not_supported)")
 {
     const auto& certs = shared_tls_certs();
     zk_server server{server_options{.tick_time = 200ms, .tls = certs.server_tls()}};
@@ -496,6 +496,14 @@ TEST_CASE("docs: security.md's TLS settings connect to a server's secureClientPo
         cfg.tls.cert_file = certs.client_cert("alice").string();
         cfg.tls.key_file = certs.client_key("alice").string();
         session zk{ex, cfg};
+#if !ZKLOCK_TEST_TLS
+        // A libzklock built without TLS (ZKLOCK_TLS=OFF) refuses the settings at connect.
+        auto [ec] = co_await zk.async_connect(asio::as_tuple(asio::deferred));
+        CHECK(ec == zklock::errc::not_supported);
+        CHECK(ec == std::errc::not_supported);
+        CHECK(zk.state() != zklock::session_state::connected);
+        co_return;
+#endif
         co_await zk.async_connect(asio::deferred);
         mutex m{zk, unique_path("docs-tls")};
         auto l = co_await m.async_acquire(5s, asio::deferred);

@@ -148,7 +148,7 @@ TEST_CASE("threads: sessions on strands, io_context run by 4 threads, many corou
     contend_on_strands([&] { return config_for(servers); });
 }
 
-TEST_CASE("threads: the same over TLS: the bridge's relays run on the sessions' strands")
+TEST_CASE("threads: the same over TLS: the bridge's relays run on the sessions' strands" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     const auto servers = tls_thread_server().tls_connect_string();
     contend_on_strands([&] {
@@ -202,7 +202,7 @@ TEST_CASE("threads: a context destroyed while the close thread closes its sessio
     destroy_while_closing([&] { return config_for(servers); });
 }
 
-TEST_CASE("threads: a context destroyed while the close thread closes its sessions over TLS")
+TEST_CASE("threads: a context destroyed while the close thread closes its sessions over TLS" * doctest::skip(!ZKLOCK_TEST_TLS))
 {
     const auto servers = tls_thread_server().tls_connect_string();
     destroy_while_closing([&] {
