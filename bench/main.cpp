@@ -14,7 +14,7 @@
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
 // progress on stderr. See bench/README.md for what each figure means.
 //
-// What the floor is (the same definitions are in bench/README.md). The floor issues the ZooKeeper
+// What the floor is (the same definitions are in bench/REFERENCE.md). The floor issues the ZooKeeper
 // operations a lock cycle needs through zklock's own session layer (zklock::session, its public
 // async_* functions) with no lock logic: no acquire state machine, no lease, no queue parsing
 // beyond finding the predecessor, no own-node watch. Each floor runs right after the lock
@@ -61,7 +61,7 @@ namespace {
 // The server's JVM: a 512 MB heap, and 4 GB of direct memory (a cap, reserved as used). A Netty
 // server (--netty, --tls) holds every reply its clients have not read yet in direct memory, by
 // default as much as the heap: the floors of W10000 queue about 2 GB of listings at once
-// (README.md, "Netty and the floors' flood").
+// (REFERENCE.md, "Netty and the floors' flood").
 constexpr const char* bench_direct_memory = "4g";
 constexpr const char* bench_jvm = "-Xmx512m -XX:MaxDirectMemorySize=4g";
 
