@@ -6,7 +6,8 @@
 // javac once per bench process as test/fault/test_interop.cpp compiles its worker;
 // bench/peers/kazoo_bench.py), written as the library's users write it: one client per session,
 // one lock object and one thread per contender, the scenario's sessions × contenders layout
-// (contender i on session i % sessions). The worker connects and starts its threads untimed, then
+// (contender i on session i % sessions). The worker connects, warms itself (`duration` seconds of
+// a loop on another path, with up to 64 threads) and starts its threads untimed, then
 // waits at a start gate; the bench opens it and samples the worker's /proc figures (threads,
 // VmHWM, CPU time) until the worker says it is done. The worker reports every acquisition's four
 // times (CLOCK_MONOTONIC, the bench's clock) and its node; the bench computes the figures with the
@@ -113,6 +114,9 @@ asio::awaitable<peer_outcome> run_peer(bench_ctx& c, const std::string& peer, co
     // 2 × duration; W acquires once. The bound: zklock's (U, C64), --peer-bound (W).
     const double warm_s = u ? c.opt.duration / 5 : 0, run_s = u ? c.opt.duration : w ? 0 : 2 * c.opt.duration;
     const double bound_s = w ? c.opt.peer_bound : warm_s + run_s + (u ? 30 : 60);
+    // The worker first warms itself for `duration` (its runtime loads and compiles the lock's code;
+    // zklock's is compiled ahead of time), before U's own warm-up.
+    const double prewarm_s = c.opt.duration;
     std::vector<std::string> argv;
     if (peer == "curator") {
         const auto& [cp, error] = curator_classpath();
@@ -129,7 +133,7 @@ asio::awaitable<peer_outcome> run_peer(bench_ctx& c, const std::string& peer, co
     const std::string path = c.root + "/" + peer + "-" + lock.scenario + "-r" + std::to_string(c.run);
     const auto ms = [](double s) { return std::to_string(static_cast<std::int64_t>(s * 1000)); };
     argv.insert(argv.end(), {c.servers, path, w ? "once" : "loop", std::to_string(sessions), std::to_string(contenders),
-                             ms(warm_s), ms(run_s), ms(bound_s), log.string(), go.string(), quit.string()});
+                             ms(warm_s), ms(run_s), ms(bound_s), log.string(), go.string(), quit.string(), ms(prewarm_s)});
     zklock::test::child_process worker;
     worker.start(argv, (dir / "out").string(), (dir / "err").string(),
                  {.search_path = true, .own_group = true, .close_other_fds = true});
@@ -142,13 +146,14 @@ asio::awaitable<peer_outcome> run_peer(bench_ctx& c, const std::string& peer, co
     };
 
     // Set-up (untimed): its sessions connect, its threads start and wait at the gate.
-    const std::int64_t setup_end = now_ns() + seconds_ns(60 + contenders / 100.0);
+    const double setup_s = 60 + contenders / 100.0 + prewarm_s;
+    const std::int64_t setup_end = now_ns() + seconds_ns(setup_s);
     worker_log wl;
     for (;;) {
         wl = read_log(log);
         if (wl.ready || wl.end) break;
         if (worker.poll()) co_return failed("the worker exited during set-up with status " + std::to_string(*worker.status));
-        if (now_ns() > setup_end) co_return failed("set-up took longer than " + ms(60 + contenders / 100.0) + " ms");
+        if (now_ns() > setup_end) co_return failed("set-up took longer than " + ms(setup_s) + " ms");
         co_await pause(20ms);
     }
     out.threads_started = wl.ready.value_or(0);
@@ -264,7 +269,7 @@ double peer_bound_s(const options& o, const std::string& scenario)
     if (o.peers.empty() || !peer_scenario(scenario)) return 0;
     // Per peer: the compile (once), set-up, the run's bound, the exit.
     const double run = scenario == "U" ? 1.2 * o.duration + 30 : scenario == "C64" ? 2 * o.duration + 60 : o.peer_bound;
-    const double setup = 60 + (scenario[0] == 'W' ? std::atoi(scenario.c_str() + 1) / 100.0 : 0);
+    const double setup = 60 + (scenario[0] == 'W' ? std::atoi(scenario.c_str() + 1) / 100.0 : 0) + o.duration;
     return static_cast<double>(o.peers.size()) * (run + 30 + setup + 20) + 300;
 }
 

@@ -2,9 +2,13 @@
 // Curator 5.4's InterProcessMutex, written as Curator users write it: one CuratorFramework per
 // session, one InterProcessMutex and one thread per contender, acquire() blocking its thread.
 //
-//   java CuratorBench SERVERS PATH KIND SESSIONS CONTENDERS WARM_MS RUN_MS BOUND_MS LOG GO QUIT
+//   java CuratorBench SERVERS PATH KIND SESSIONS CONTENDERS WARM_MS RUN_MS BOUND_MS LOG GO QUIT PREWARM_MS
 //   KIND: loop (U, C64: each contender loops acquire → release until RUN_MS after the start; a
 //         cycle requested in the first WARM_MS is not recorded) or once (W<N>: each acquires once)
+//
+// Before anything is measured, when PREWARM_MS > 0, min(64, CONTENDERS) threads loop acquire →
+// release on PATH-warmup for PREWARM_MS (the JVM compiles the lock's hot code, as in a process that
+// has been running; the server is warm already), then the path is deleted.
 //
 // Contender i uses session i % SESSIONS. Once every session is connected and every contender's
 // thread waits at the start gate, the worker writes "ready <threads>" to LOG and waits for the file
@@ -66,6 +70,30 @@ public class CuratorBench {
                 Runtime.getRuntime().halt(1);
             }
         clients.get(0).createContainers(path);
+        final long prewarmNs = Long.parseLong(args[11]) * 1_000_000L;
+        if (prewarmNs > 0) {
+            final String warmPath = path + "-warmup";
+            final long until = System.nanoTime() + prewarmNs;
+            List<Thread> warmers = new ArrayList<>();
+            for (int i = 0; i < Math.min(64, contenders); ++i) {
+                final InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), warmPath);
+                Thread t = new Thread(() -> {
+                    try {
+                        while (System.nanoTime() < until)
+                            if (m.acquire(10, TimeUnit.SECONDS)) m.release();
+                    } catch (Exception e) {
+                    }
+                });
+                t.setDaemon(true);
+                t.start();
+                warmers.add(t);
+            }
+            for (Thread t : warmers) t.join(prewarmNs / 1_000_000 + 30_000);
+            try {
+                clients.get(0).delete().forPath(warmPath);
+            } catch (Exception e) {
+            }
+        }
 
         ConcurrentLinkedQueue<String> records = new ConcurrentLinkedQueue<>();
         AtomicInteger recorded = new AtomicInteger();

@@ -3,10 +3,10 @@
 Lock, written as Kazoo users write it: one KazooClient per session, one Lock and one thread per
 contender, acquire() blocking its thread.
 
-    kazoo_bench.py SERVERS PATH KIND SESSIONS CONTENDERS WARM_MS RUN_MS BOUND_MS LOG GO QUIT
+    kazoo_bench.py SERVERS PATH KIND SESSIONS CONTENDERS WARM_MS RUN_MS BOUND_MS LOG GO QUIT PREWARM_MS
 
-The protocol with the bench is CuratorBench.java's (KIND, the start gate, the "ready", "acq" and
-"end" lines of LOG, GO and QUIT); times are time.monotonic_ns() (CLOCK_MONOTONIC, the bench's clock).
+The protocol with the bench is CuratorBench.java's (KIND, the warm-up on PATH-warmup, the start
+gate, the "ready", "acq" and "end" lines of LOG, GO and QUIT); times are time.monotonic_ns() (CLOCK_MONOTONIC, the bench's clock).
 """
 import os
 import sys
@@ -21,12 +21,35 @@ def main():
     sessions, contenders = int(sys.argv[4]), int(sys.argv[5])
     warm_ns, run_ns, bound_ns = (int(x) * 1_000_000 for x in sys.argv[6:9])
     log_path, go, quit_file = sys.argv[9:12]
+    prewarm_s = int(sys.argv[12]) / 1000.0
     loop = kind == "loop"
     log = open(log_path, "a", buffering=1)
     clients = [KazooClient(hosts=servers, timeout=30.0) for _ in range(sessions)]
     for c in clients:
         c.start(timeout=30)
     clients[0].ensure_path(path)
+    if prewarm_s > 0:
+        warm_path = path + "-warmup"
+        until = time.monotonic() + prewarm_s
+
+        def warm(lock):
+            try:
+                while time.monotonic() < until:
+                    if lock.acquire(timeout=10):
+                        lock.release()
+            except Exception:  # noqa: BLE001 (the warm-up only warms)
+                pass
+
+        warmers = [threading.Thread(target=warm, args=(clients[i % sessions].Lock(warm_path, "kazoo-bench"),), daemon=True)
+                   for i in range(min(64, contenders))]
+        for t in warmers:
+            t.start()
+        for t in warmers:
+            t.join(prewarm_s + 30)
+        try:
+            clients[0].delete(warm_path)
+        except Exception:  # noqa: BLE001
+            pass
 
     records = []  # list.append is atomic under the GIL
     failure = []

@@ -7,7 +7,7 @@ set -euo pipefail
 bench=$1
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-"$bench" --scenario U,C64,W --waiters 50 --duration 0.2 --warmup 0 --peers curator,kazoo --json "$json" > /dev/null
+"$bench" --scenario U,C64,W --waiters 50 --duration 0.15 --warmup 0 --peers curator,kazoo --json "$json" > /dev/null
 python3 - "$json" <<'PY'
 import json, sys
 lines = {r["scenario"]: r for r in map(json.loads, open(sys.argv[1]))}
