@@ -281,6 +281,10 @@ asio::awaitable<void> run_once(bench_ctx& c)
         if (!c.opt.peers.empty() && peer_scenario(name)) {
             auto [peers, table] = co_await run_peers(c, lock);
             o["peers"] = std::move(peers);
+            // The CPU figure the peers' is compared with: this process's over the measured window.
+            if (lock.window_acquisitions > 0)
+                o["client_cpu_us_per_acquisition"] =
+                    round_to(lock.window_cpu_s * 1e6 / static_cast<double>(lock.window_acquisitions), 1);
             peer_table = std::move(table);
         }
         emit(c, o);
