@@ -2,12 +2,14 @@
 # bench.smoke.peers: U, C64 and W with 50 waiters, briefly, with --peers curator,kazoo. Each
 # scenario's line must carry both peers' figures, computed from their acquisitions: every peer
 # completed, acquired, kept mutual exclusion (0 overlaps), had its inversions counted, ran a thread
-# per contender, and zklock's ratio to it is there.
+# per contender, and zklock's ratio to it is there. --plot's peers-*.svg must show what the lines say
+# (check_plots.py).
 set -euo pipefail
 bench=$1
 json=$(mktemp)
-trap 'rm -f "$json"' EXIT
-"$bench" --scenario U,C64,W --waiters 50 --duration 0.15 --warmup 0 --peers curator,kazoo --json "$json" > /dev/null
+plots=$(mktemp -d)
+trap 'rm -rf "$json" "$plots"' EXIT
+"$bench" --scenario U,C64,W --waiters 50 --duration 0.15 --warmup 0 --peers curator,kazoo --json "$json" --plot "$plots" > /dev/null
 python3 - "$json" <<'PY'
 import json, sys
 lines = {r["scenario"]: r for r in map(json.loads, open(sys.argv[1]))}
@@ -32,3 +34,4 @@ for name, line in lines.items():
             assert p["completed"] == 50, (name, peer, p["completed"])
         print(name, peer, rate, "inversions", p.get("fifo_inversions"), "threads", p["threads"])
 PY
+python3 "$(dirname "$0")/check_plots.py" peers "$json" "$plots"
