@@ -24,12 +24,26 @@ namespace fs = std::filesystem;
 const fs::path peers_dir = fs::path(ZKLOCK_SOURCE_DIR) / "bench" / "peers";
 
 
-/// The classpath of the compiled Curator worker (compiled once per process), or the error.
+/// A directory removed with its files when the process exits.
+struct temp_dir_at_exit {
+    fs::path path;
+    ~temp_dir_at_exit()
+    {
+        std::error_code ec;
+        if (!path.empty()) fs::remove_all(path, ec);
+    }
+};
+
+
+/// The classpath of the compiled Curator worker (compiled once per process, into a temporary
+/// directory removed at exit), or the error.
 const std::pair<std::string, std::string>& curator_classpath()
 {
+    static temp_dir_at_exit classes;
     static const std::pair<std::string, std::string> cp = []() -> std::pair<std::string, std::string> {
         try {
             const fs::path out = zklock::test::detail::make_temp_dir("zklock-bench-curator");
+            classes.path = out;
             std::string jars;
             for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
                                      "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
