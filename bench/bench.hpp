@@ -84,6 +84,9 @@ struct thread_layout {
 };
 
 
+constexpr double w_bound_s = 300;  // PROTOCOL.md: W completes within 300 s
+
+
 struct options {
     std::vector<std::string> scenarios;  // expanded: U, C64, W<N>, RW64, S64, floor
     std::string servers;                 // empty: start our own server
@@ -102,12 +105,12 @@ struct options {
     bool force_sync = false;             // our server(s) with forceSync=yes
     int windows = 4;                     // M, H: measured turns of the lock and of its raw floor each
     std::vector<thread_layout> thread_layouts;  // --threads/--contexts (bench/threads.cpp); empty: the one thread
+    std::vector<std::string> peers;      // --peers: "curator", "kazoo" (bench/peers.cpp), in that order
+    double peer_bound = w_bound_s;  // --peer-bound: seconds a peer's W<N> may take once started
 };
 
 
 constexpr int w_sessions = 16;
-
-constexpr double w_bound_s = 300;  // PROTOCOL.md: W completes within 300 s
 
 
 /// An ordered list of named figures (the order of PROTOCOL.md).
@@ -454,6 +457,13 @@ double requests_per_acquisition(const contenders_run& run, std::size_t acquisiti
 double span_s(const run_state& st, const std::vector<acquisition>& acqs);
 asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw = false);
 asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& name, bool floor, bool raw = false);
+/// The figures of U, C64 and W<N> that depend on the acquisitions alone (PROTOCOL.md), for the lock,
+/// its floors and the peers: U's from its cycles over a window of `window_s`; C64's and W's from
+/// the acquisitions in grant order, the per-contender counts and the first request.
+void add_u_figures(figures& f, const std::vector<acquisition>& acqs, double window_s);
+void add_c64_figures(figures& f, const std::vector<acquisition>& by_grant, const std::vector<std::int64_t>& counts,
+                     std::int64_t first_request);
+void add_w_figures(figures& f, const std::vector<acquisition>& by_grant, std::int64_t first_request);
 std::vector<std::string> family_vs_floor();
 bool rw64_writer(int contender);
 asio::awaitable<scenario_result> scenario_rw64(bench_ctx& c);
@@ -531,6 +541,18 @@ std::string threads_key(const std::string& scenario, const thread_layout& l);
 /// C64 or M<N>[x<S>] once per --threads layout, then their report (one line per layout, and the
 /// scaling table); C64's raw floor once after them, on the bench's own thread (M's in turns, as always).
 asio::awaitable<void> run_threads(bench_ctx& c, const std::string& name);
+
+// ---- bench/peers.cpp: --peers: U, C64 and W<N> with Curator's InterProcessMutex and Kazoo's Lock
+
+/// Whether --peers runs `scenario` (U, C64, W<N>) with the peers.
+bool peer_scenario(const std::string& scenario);
+/// Runs `lock`'s scenario with each peer of --peers against the same server, one worker process
+/// each (bench/peers/), computes their figures with the lock's own definitions and returns the
+/// line's "peers" object: per peer its figures, "status" ("ok", "incomplete" or "failed"), "why",
+/// and "zklock_ratio" (zklock's figure ÷ the peer's); and their table, to print under the lock's.
+asio::awaitable<std::pair<json::object, std::string>> run_peers(bench_ctx& c, const scenario_result& lock);
+/// The seconds --peers adds to a run of `scenario` (the watchdog).
+double peer_bound_s(const options& o, const std::string& scenario);
 
 // ---- bench/report.cpp: the report: figures as JSON lines, ratios to the floor, tables, medians, plots
 

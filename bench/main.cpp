@@ -6,7 +6,7 @@
 //                [--servers H:P]
 //                [--duration S] [--warmup S] [--waiters N] [--repeat N] [--json FILE] [--plot DIR]
 //                [--hold-us N] [--permits N] [--tls] [--netty] [--ensemble 3|5] [--force-sync]
-//                [--threads N[,N...] [--contexts shared|per-thread|both]]
+//                [--threads N[,N...] [--contexts shared|per-thread|both]] [--peers curator,kazoo [--peer-bound S]]
 //
 // Everything runs on ONE thread: one io_context, every session and every contender on it; except
 // with --threads, where C64's and M's sessions and contenders run on worker threads (bench/threads.cpp)
@@ -14,7 +14,7 @@
 // Output: one JSON line per scenario on stdout (and appended to --json FILE), then a short table;
 // progress on stderr. See bench/README.md for what each figure means.
 //
-// What the floor is (the same definitions are in bench/README.md). The floor issues the ZooKeeper
+// What the floor is (the same definitions are in bench/REFERENCE.md). The floor issues the ZooKeeper
 // operations a lock cycle needs through zklock's own session layer (zklock::session, its public
 // async_* functions) with no lock logic: no acquire state machine, no lease, no queue parsing
 // beyond finding the predecessor, no own-node watch. Each floor runs right after the lock
@@ -47,6 +47,9 @@
 // (servers_for_session): the lock and its floors get the same layout, and a one-session scenario
 // runs on a follower. Packet counts and the server CPU cover every member. With --force-sync our
 // server(s) fsync every write (forceSync=yes).
+// With --peers curator,kazoo, U, C64 and W<N> each run once more per peer after their floors, with
+// Curator's InterProcessMutex or Kazoo's Lock in a worker process (bench/peers.cpp), and the
+// scenario's line carries their figures and zklock's ratios to them ("peers").
 #include "bench.hpp"
 #include "support/tls_certs.hpp"
 #include "support/zk_ensemble.hpp"
@@ -58,7 +61,7 @@ namespace {
 // The server's JVM: a 512 MB heap, and 4 GB of direct memory (a cap, reserved as used). A Netty
 // server (--netty, --tls) holds every reply its clients have not read yet in direct memory, by
 // default as much as the heap: the floors of W10000 queue about 2 GB of listings at once
-// (README.md, "Netty and the floors' flood").
+// (REFERENCE.md, "Netty and the floors' flood").
 constexpr const char* bench_direct_memory = "4g";
 constexpr const char* bench_jvm = "-Xmx512m -XX:MaxDirectMemorySize=4g";
 
@@ -274,8 +277,19 @@ asio::awaitable<void> run_once(bench_ctx& c)
             o["floors"] = {{"session_layer", floor_figures(floor)}, {"raw", floor_figures(raw_floor)}};
         }
         if (bounded) o["server_write_bound"] = write_bound_object(lock, bound->second);
+        std::string peer_table;  // --peers: the same scenario with Curator and Kazoo, after the floors
+        if (!c.opt.peers.empty() && peer_scenario(name)) {
+            auto [peers, table] = co_await run_peers(c, lock);
+            o["peers"] = std::move(peers);
+            // The CPU figure the peers' is compared with: this process's over the measured window.
+            if (lock.window_acquisitions > 0)
+                o["client_cpu_us_per_acquisition"] =
+                    round_to(lock.window_cpu_s * 1e6 / static_cast<double>(lock.window_acquisitions), 1);
+            peer_table = std::move(table);
+        }
         emit(c, o);
         print_lock_table(o, lock, &floor, name == "C64" ? &pingpong : nullptr, &raw_floor);
+        std::fputs(peer_table.c_str(), stdout);
         write_plots(c, lock, &floor);
         c.lines[name].push_back(std::move(o));
         floor.acqs.clear();

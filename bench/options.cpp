@@ -9,7 +9,7 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
 {
     options o;
     std::string scenario = "all";
-    std::string threads, contexts = "shared";
+    std::string threads, contexts = "shared", peers;
     po::options_description desc("zklock_bench: the zklock benchmark (see bench/README.md)\noptions");
     desc.add_options()
         ("help,h", "this help")
@@ -53,7 +53,13 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
          "acquisitions_vs_one_thread per count; the raw floor stays on the bench's one thread, no session-layer floor")
         ("contexts", po::value(&contexts)->default_value("shared"),
          "with --threads: shared (one io_context run by the N threads, each session on a strand of it), "
-         "per-thread (N io_contexts run by one thread each, session i on context i mod N) or both (each count both ways)");
+         "per-thread (N io_contexts run by one thread each, session i on context i mod N) or both (each count both ways)")
+        ("peers", po::value(&peers),
+         "curator,kazoo (or one of them): after zklock's U, C64 and W<N> and their floors, run the same scenario with "
+         "Apache Curator's InterProcessMutex (Java) and Kazoo's Lock (Python) against the same server, one thread per "
+         "contender, and add their figures and zklock's ratios to the scenario's line")
+        ("peer-bound", po::value(&o.peer_bound)->default_value(w_bound_s),
+         "seconds a peer's W<N> may run once started (past it, its line says what it reached)");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -107,6 +113,17 @@ std::optional<options> parse_options(int argc, char** argv, int& exit_code)
     } else if (vm.count("contexts") && !vm["contexts"].defaulted()) {
         return fail("--contexts goes with --threads");
     }
+
+    for (std::size_t pos = 0; vm.count("peers") && pos <= peers.size();) {
+        const std::size_t comma = std::min(peers.find(',', pos), peers.size());
+        const std::string p = peers.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (p != "curator" && p != "kazoo") return fail("--peers wants curator, kazoo or curator,kazoo, not '" + p + "'");
+        if (std::find(o.peers.begin(), o.peers.end(), p) == o.peers.end()) o.peers.push_back(p);
+    }
+    std::sort(o.peers.begin(), o.peers.end());  // curator, then kazoo
+    if (!o.peers.empty() && !o.thread_layouts.empty()) return fail("--peers does not go with --threads");
+    if (!(o.peer_bound > 0) || o.peer_bound > 3600) return fail("--peer-bound must be in (0, 3600]");
 
     std::vector<std::string> wanted;
     for (std::size_t pos = 0; pos <= scenario.size();) {
@@ -174,6 +191,7 @@ double watchdog_s(const options& o)
     if (layouts == 0 && std::any_of(o.scenarios.begin(), o.scenarios.end(), compared_with_write_bound))
         per_run += 2 * o.duration + 60 + 30;  // the server's write bound (its own bound, and its set-up)
     if (o.tls) per_run += 60;  // tls memory
+    for (const auto& s : o.scenarios) per_run += peer_bound_s(o, s);
     return (o.tls ? 2 : 1) * o.warmup + 90 + o.repeat * per_run;
 }
 

@@ -391,6 +391,61 @@ void write_summary_plots(const bench_ctx& c)
         written.push_back(path);
     }
 
+    // --peers: zklock against Curator and Kazoo per scenario: throughput, handoff (U: acquire) and
+    // peak RSS. A peer that did not complete a scenario draws no bar there; its note says so.
+    if (!c.opt.peers.empty()) {
+        struct peer_plot {
+            const char* file;
+            const char* title;
+            const char* ylabel;
+            const char* u_figure;
+            const char* figure;
+        };
+        for (const peer_plot& pp :
+             {peer_plot{"peers-throughput", "Acquisitions/s (U: cycles/s): zklock, Curator, Kazoo", "per second", "cycles_per_s",
+                        "acquisitions_per_s"},
+              peer_plot{"peers-handoff", "Handoff p50 (U: acquire p50), µs: zklock, Curator, Kazoo", "microseconds",
+                        "acquire_p50_us", "handoff_p50_us"},
+              peer_plot{"peers-memory", "Peak RSS of the client process, MB: zklock, Curator, Kazoo", "MB", "peak_rss_mb",
+                        "peak_rss_mb"}}) {
+            std::vector<std::string> cats;
+            std::vector<zklock_bench::svg::bar_series> series;
+            series.push_back({"zklock (one thread)", {}, palette[0], {}});
+            for (std::size_t k = 0; k < c.opt.peers.size(); ++k)
+                series.push_back({c.opt.peers[k] == "curator" ? "Curator InterProcessMutex (a thread per contender)"
+                                                              : "Kazoo Lock (a thread per contender)",
+                                  {}, palette[k + 1], {}});
+            for (const auto& name : c.opt.scenarios) {
+                const auto* runs = lines_of(name);
+                if (!runs || !runs->front().contains("peers")) continue;
+                const std::string fig = name == "U" ? pp.u_figure : pp.figure;
+                cats.push_back(name);
+                const auto z = median_at(*runs, fig);
+                series[0].values.push_back(z.value_or(nan));
+                series[0].notes.push_back(z ? zklock_bench::svg::detail::label(*z) : "");
+                for (std::size_t k = 0; k < c.opt.peers.size(); ++k) {
+                    std::vector<double> xs;
+                    bool complete = true;
+                    for (const auto& o : *runs) {
+                        const auto* p = o.at("peers").as_object().if_contains(c.opt.peers[k]);
+                        if (!p || !p->is_object()) continue;
+                        const auto* st = p->as_object().if_contains("status");
+                        complete = complete && st && st->is_string() && st->as_string() == "ok";
+                        if (const auto* v = p->as_object().if_contains(fig); v && v->is_number())
+                            xs.push_back(v->to_number<double>());
+                    }
+                    const double v = complete && !xs.empty() ? zklock_bench::median(xs) : nan;
+                    series[k + 1].values.push_back(v);
+                    series[k + 1].notes.push_back(std::isfinite(v) ? zklock_bench::svg::detail::label(v) : "not completed");
+                }
+            }
+            if (cats.empty()) continue;
+            const std::string path = c.opt.plot_dir + "/" + pp.file + ".svg";
+            ok = zklock_bench::svg::bars(path, pp.title + of_runs, "scenario", pp.ylabel, cats, series) && ok;
+            written.push_back(path);
+        }
+    }
+
     if (!ok) std::fprintf(stderr, "zklock_bench: cannot write plots under %s\n", c.opt.plot_dir.c_str());
     for (const auto& p : written) std::fprintf(stderr, "zklock_bench: plot %s\n", p.c_str());
 }

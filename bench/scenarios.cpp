@@ -129,6 +129,14 @@ asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw)
         std::fprintf(stderr, "zklock_bench: ERROR %sU: %lld failure(s), first: %s\n", raw ? "raw floor " : floor ? "floor " : "",
                      static_cast<long long>(fails.n), fails.first.c_str());
     }
+    add_u_figures(r.figs, acqs, static_cast<double>(t1 - t0) / 1e9);
+    r.acqs = std::move(acqs);
+    co_return r;
+}
+
+
+void add_u_figures(figures& f, const std::vector<acquisition>& acqs, double window_s)
+{
     std::vector<double> acq_us, rel_us;
     for (const auto& a : acqs) {
         acq_us.push_back(static_cast<double>(a.t_acquired - a.t_request) / 1e3);
@@ -137,13 +145,11 @@ asio::awaitable<scenario_result> scenario_u(bench_ctx& c, bool floor, bool raw)
     std::sort(acq_us.begin(), acq_us.end());
     std::sort(rel_us.begin(), rel_us.end());
     using zklock_bench::percentile;
-    r.figs.add("cycles_per_s", static_cast<double>(acqs.size()) / (static_cast<double>(t1 - t0) / 1e9));
-    r.figs.add("acquire_p50_us", percentile(acq_us, 0.50));
-    r.figs.add("acquire_p99_us", percentile(acq_us, 0.99));
-    r.figs.add("release_p50_us", percentile(rel_us, 0.50));
-    r.figs.add("release_p99_us", percentile(rel_us, 0.99));
-    r.acqs = std::move(acqs);
-    co_return r;
+    f.add("cycles_per_s", window_s > 0 ? static_cast<double>(acqs.size()) / window_s : 0);
+    f.add("acquire_p50_us", percentile(acq_us, 0.50));
+    f.add("acquire_p99_us", percentile(acq_us, 0.99));
+    f.add("release_p50_us", percentile(rel_us, 0.50));
+    f.add("release_p99_us", percentile(rel_us, 0.99));
 }
 
 
@@ -202,27 +208,34 @@ asio::awaitable<scenario_result> scenario_c64(bench_ctx& c, bool floor, bool raw
     check(c, r, *st, by_grant);
     r.window_cpu_s = run.cpu_s;
     r.window_acquisitions = by_grant.size();
-    using zklock_bench::percentile;
-    const auto h = zklock_bench::handoffs_us(by_grant);
-    const auto w = zklock_bench::waits(by_grant, 1e3);
-    std::int64_t last = 0;
-    for (auto& a : by_grant) last = std::max(last, a.t_released);
-    const double span_s = by_grant.empty() ? 1 : static_cast<double>(last - st->first_request) / 1e9;
-    r.figs.add("acquisitions_per_s", static_cast<double>(by_grant.size()) / span_s);
-    r.figs.add("handoff_p50_us", percentile(h, 0.50));
-    r.figs.add("handoff_p99_us", percentile(h, 0.99));
-    r.figs.add("wait_p50_us", percentile(w, 0.50));
-    r.figs.add("wait_p99_us", percentile(w, 0.99));
-    r.figs.add("wait_max_us", w.empty() ? 0 : w.back());
-    r.figs.add("jain_index", zklock_bench::jain_index(st->counts));
-    r.figs.add("min_count", static_cast<double>(*std::min_element(st->counts.begin(), st->counts.end())));
-    r.figs.add("max_count", static_cast<double>(*std::max_element(st->counts.begin(), st->counts.end())));
-    r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
+    add_c64_figures(r.figs, by_grant, st->counts, st->first_request);
     r.figs.add("threads", sampler->max_threads);
     r.figs.add("peak_rss_mb", peak_rss_mb());
     r.figs.add("requests_per_acquisition", requests_per_acquisition(run, by_grant.size()));
     r.acqs = std::move(by_grant);
     co_return r;
+}
+
+
+void add_c64_figures(figures& f, const std::vector<acquisition>& by_grant, const std::vector<std::int64_t>& counts,
+                     std::int64_t first_request)
+{
+    using zklock_bench::percentile;
+    const auto h = zklock_bench::handoffs_us(by_grant);
+    const auto w = zklock_bench::waits(by_grant, 1e3);
+    std::int64_t last = 0;
+    for (auto& a : by_grant) last = std::max(last, a.t_released);
+    const double span_s = by_grant.empty() ? 1 : static_cast<double>(last - first_request) / 1e9;
+    f.add("acquisitions_per_s", static_cast<double>(by_grant.size()) / span_s);
+    f.add("handoff_p50_us", percentile(h, 0.50));
+    f.add("handoff_p99_us", percentile(h, 0.99));
+    f.add("wait_p50_us", percentile(w, 0.50));
+    f.add("wait_p99_us", percentile(w, 0.99));
+    f.add("wait_max_us", w.empty() ? 0 : w.back());
+    f.add("jain_index", zklock_bench::jain_index(counts));
+    f.add("min_count", counts.empty() ? 0 : static_cast<double>(*std::min_element(counts.begin(), counts.end())));
+    f.add("max_count", counts.empty() ? 0 : static_cast<double>(*std::max_element(counts.begin(), counts.end())));
+    f.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
 }
 
 
@@ -347,30 +360,7 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
     check(c, r, *st, by_grant);
     r.window_cpu_s = run.cpu_s;
     r.window_acquisitions = by_grant.size();
-    using zklock_bench::percentile;
-    const auto w = zklock_bench::waits(by_grant, 1e6);
-    std::int64_t last = 0;
-    for (auto& a : by_grant) last = std::max(last, a.t_released);
-    const double drain_s = by_grant.empty() ? 0 : static_cast<double>(last - st->first_request) / 1e9;
-    r.figs.add("drain_s", drain_s);
-    r.figs.add("acquisitions_per_s", drain_s > 0 ? static_cast<double>(by_grant.size()) / drain_s : 0);
-    r.figs.add("wait_p50_ms", percentile(w, 0.50));
-    r.figs.add("wait_p99_ms", percentile(w, 0.99));
-    r.figs.add("wait_max_ms", w.empty() ? 0 : w.back());
-    // Where the drain goes: the queueing burst (first request to first grant), then one handoff
-    // after another (a release's start to the next grant).
-    r.figs.add("first_grant_s", by_grant.empty() ? 0 : static_cast<double>(by_grant.front().t_acquired - st->first_request) / 1e9);
-    r.figs.add("handoff_p50_us", percentile(zklock_bench::handoffs_us(by_grant), 0.50));
-    // The burst's cost: the first tenth of the grants run while the server still works through
-    // the burst of creates, listings and watches that queued everyone; the other nine tenths show
-    // what a handoff costs once it has the server to itself (the mean time from one grant to the next).
-    const std::size_t tenth = by_grant.size() / 10;
-    const bool split = tenth > 0 && by_grant.size() - tenth > 1;
-    r.figs.add("first_tenth_ms", split ? static_cast<double>(by_grant[tenth].t_acquired - by_grant.front().t_acquired) / 1e6 : 0);
-    r.figs.add("grant_gap_rest_us", split ? static_cast<double>(by_grant.back().t_acquired - by_grant[tenth].t_acquired) / 1e3 /
-                                                   static_cast<double>(by_grant.size() - 1 - tenth)
-                                             : 0);
-    r.figs.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
+    add_w_figures(r.figs, by_grant, st->first_request);
     r.figs.add("threads", sampler->max_threads);
     r.figs.add("peak_rss_mb", peak_rss_mb());
     r.figs.add("rss_start_mb", sampler->rss_start_mb);
@@ -381,6 +371,35 @@ asio::awaitable<scenario_result> scenario_w(bench_ctx& c, const std::string& nam
                    by_grant.empty() ? std::nan("") : static_cast<double>(st->names_listed.load()) / static_cast<double>(by_grant.size()));
     r.acqs = std::move(by_grant);
     co_return r;
+}
+
+
+void add_w_figures(figures& f, const std::vector<acquisition>& by_grant, std::int64_t first_request)
+{
+    using zklock_bench::percentile;
+    const auto w = zklock_bench::waits(by_grant, 1e6);
+    std::int64_t last = 0;
+    for (auto& a : by_grant) last = std::max(last, a.t_released);
+    const double drain_s = by_grant.empty() ? 0 : static_cast<double>(last - first_request) / 1e9;
+    f.add("drain_s", drain_s);
+    f.add("acquisitions_per_s", drain_s > 0 ? static_cast<double>(by_grant.size()) / drain_s : 0);
+    f.add("wait_p50_ms", percentile(w, 0.50));
+    f.add("wait_p99_ms", percentile(w, 0.99));
+    f.add("wait_max_ms", w.empty() ? 0 : w.back());
+    // Where the drain goes: the queueing burst (first request to first grant), then one handoff
+    // after another (a release's start to the next grant).
+    f.add("first_grant_s", by_grant.empty() ? 0 : static_cast<double>(by_grant.front().t_acquired - first_request) / 1e9);
+    f.add("handoff_p50_us", percentile(zklock_bench::handoffs_us(by_grant), 0.50));
+    // The burst's cost: the first tenth of the grants run while the server still works through
+    // the burst of creates, listings and watches that queued everyone; the other nine tenths show
+    // what a handoff costs once it has the server to itself (the mean time from one grant to the next).
+    const std::size_t tenth = by_grant.size() / 10;
+    const bool split = tenth > 0 && by_grant.size() - tenth > 1;
+    f.add("first_tenth_ms", split ? static_cast<double>(by_grant[tenth].t_acquired - by_grant.front().t_acquired) / 1e6 : 0);
+    f.add("grant_gap_rest_us", split ? static_cast<double>(by_grant.back().t_acquired - by_grant[tenth].t_acquired) / 1e3 /
+                                                   static_cast<double>(by_grant.size() - 1 - tenth)
+                                             : 0);
+    f.add("fifo_inversions", static_cast<double>(zklock_bench::fifo_inversions(by_grant)));
 }
 
 

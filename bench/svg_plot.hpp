@@ -216,7 +216,7 @@ inline bool grant_order(const std::string& path, const std::string& title, std::
 }
 
 /// Grouped bars from zero: a group per category, a bar per series in it (a NaN value draws
-/// none). Each bar is a `<rect class="bar">` whose data-series, data-category and data-value
+/// none, only its note if it has one). Each bar is a `<rect class="bar">` whose data-series, data-category and data-value
 /// attributes say what it shows. `reference` > 0 draws a dashed line at that value (a ratio's 1).
 inline bool bars(const std::string& path, const std::string& title, const std::string& xlabel, const std::string& ylabel,
                  const std::vector<std::string>& categories, const std::vector<bar_series>& all, double reference = 0)
@@ -246,8 +246,13 @@ inline bool bars(const std::string& path, const std::string& title, const std::s
         body += xtick(x0 + group_w * 0.4, escape(categories[c]));
         for (std::size_t k = 0; k < all.size(); ++k) {
             const double v = c < all[k].values.size() ? all[k].values[c] : std::nan("");
-            if (!std::isfinite(v)) continue;
             const double x = x0 + bar_w * static_cast<double>(k);
+            if (!std::isfinite(v)) {  // no bar; its note, if any, on the axis
+                if (c < all[k].notes.size() && !all[k].notes[c].empty())
+                    body += "<text x=\"" + num(x + bar_w * 0.46) + "\" y=\"" + num(ypos(0) - 4) +
+                            "\" text-anchor=\"middle\" font-size=\"10\">" + escape(all[k].notes[c]) + "</text>\n";
+                continue;
+            }
             body += "<rect class=\"bar\" data-series=\"" + escape(all[k].name) + "\" data-category=\"" +
                     escape(categories[c]) + "\" data-value=\"" + exact(v) + "\" x=\"" + num(x) + "\" y=\"" + num(ypos(v)) +
                     "\" width=\"" + num(bar_w * 0.92) + "\" height=\"" + num(ypos(0) - ypos(v)) + "\" fill=\"" +

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the summary plots of zklock_bench --plot against the JSON lines of the same run.
 
-    check_plots.py write-bound|listings|threads JSON_FILE PLOT_DIR
+    check_plots.py write-bound|listings|threads|peers JSON_FILE PLOT_DIR
 
 With --repeat 1 a plotted median is the run's own figure, so every bar must carry exactly the
 value of its line (data-value), stand on the axis with a positive height, and the plot must have
@@ -79,6 +79,24 @@ def main():
         assert by_plot, "no --threads line"
         for name, w in by_plot.items():
             check(os.path.join(plot_dir, f"threads-{name}.svg"), w)
+    elif mode == "peers":
+        series = {"zklock": "zklock (one thread)", "curator": "Curator InterProcessMutex (a thread per contender)",
+                  "kazoo": "Kazoo Lock (a thread per contender)"}
+        plots = {"peers-throughput": ("cycles_per_s", "acquisitions_per_s"), "peers-handoff": ("acquire_p50_us", "handoff_p50_us"),
+                 "peers-memory": ("peak_rss_mb", "peak_rss_mb")}
+        for plot, (u_figure, figure) in plots.items():
+            want = {}
+            for r in lines:
+                if "peers" not in r:
+                    continue
+                f = u_figure if r["scenario"] == "U" else figure
+                if f in r:
+                    want[(series["zklock"], r["scenario"])] = r[f]
+                for peer, p in r["peers"].items():
+                    if p["status"] == "ok":  # a peer that did not complete has no bar
+                        want[(series[peer], r["scenario"])] = p[f]
+            assert want, "no line with peers"
+            check(os.path.join(plot_dir, plot + ".svg"), want)
     else:
         sys.exit(f"check_plots.py: unknown mode {mode}")
 
