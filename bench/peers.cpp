@@ -2,8 +2,8 @@
 // 2.8's Lock (Debian's libcurator-recipes-java and python3-kazoo, as the interop tests use them),
 // against the bench's server, right after zklock's run of the scenario and its floors.
 //
-// Each peer scenario is one worker process (bench/peers/CuratorBench.java, compiled here with
-// javac once per bench process as test/fault/test_interop.cpp compiles its worker;
+// Each peer scenario is one worker process (bench/peers/CuratorBench.java, compiled once per bench
+// process as the interop tests compile theirs, test/support/curator_worker.hpp;
 // bench/peers/kazoo_bench.py), written as the library's users write it: one client per session,
 // one lock object and one thread per contender, the scenario's sessions × contenders layout
 // (contender i on session i % sessions). The worker connects, warms itself (`duration` seconds of
@@ -13,6 +13,7 @@
 // times (CLOCK_MONOTONIC, the bench's clock) and its node; the bench computes the figures with the
 // functions it uses for zklock (add_u_figures, add_c64_figures, add_w_figures).
 #include "bench.hpp"
+#include "support/curator_worker.hpp"
 #include "support/process_util.hpp"
 
 namespace zklock_bench {
@@ -44,20 +45,13 @@ const std::pair<std::string, std::string>& curator_classpath()
         try {
             const fs::path out = zklock::test::detail::make_temp_dir("zklock-bench-curator");
             classes.path = out;
-            std::string jars;
-            for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
-                                     "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
-                if (fs::exists(fs::path("/usr/share/java") / want)) jars += ":/usr/share/java/" + std::string(want);
-            const auto r = zklock::test::detail::run_process(
-                {"javac", "-nowarn", "-cp", jars.substr(jars.empty() ? 0 : 1), "-d", out.string(),
-                 (peers_dir / "CuratorBench.java").string()},
-                std::chrono::minutes(5));
-            if (r.status != 0)
-                return {"", "cannot compile the Curator worker (javac and libcurator-recipes-java: scripts/install-deps.sh): "
-                            "javac exited with " + std::to_string(r.status) + ": " + zklock::test::detail::tail_lines(r.out + r.err, 3)};
-            return {out.string() + jars, ""};
+            return {zklock::test::compile_against_curator(peers_dir / "CuratorBench.java", out), ""};
         } catch (const std::exception& e) {
-            return {"", std::string("cannot compile the Curator worker: ") + e.what()};
+            // Its first line, then javac's last lines.
+            const std::string what = e.what();
+            const auto nl = what.find('\n');
+            return {"", nl == std::string::npos ? what
+                                                : what.substr(0, nl) + " " + zklock::test::detail::tail_lines(what.substr(nl + 1), 3)};
         }
     }();
     return cp;

@@ -63,14 +63,7 @@ foreach(call socket close send recv poll read)
 endforeach()
 
 # 3. The API: what it defines that the public headers declare (comments stripped first).
-run("${NM}" -g --defined-only --format=posix linked.o)
-string(REPLACE "\n" ";" lines "${run_output}")
-set(defined "")
-foreach(l IN LISTS lines)
-  if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) [A-Za-z] ")
-    list(APPEND defined "${CMAKE_MATCH_1}")
-  endif()
-endforeach()
+zklock_zk_defined_names(defined "${NM}" "${work}/linked.o")
 zklock_zk_api_names(api "${INCLUDE_DIR}" ${defined})
 
 set(keep "")

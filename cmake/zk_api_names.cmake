@@ -1,3 +1,23 @@
+# zklock_zk_defined_names(OUT NM FILES...): the names the objects or archives FILES define globally
+# (NM -g --defined-only), sorted, each once.
+function(zklock_zk_defined_names out nm)
+  execute_process(COMMAND "${nm}" -g --defined-only --format=posix ${ARGN}
+                  OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "zklock: `${nm} -g --defined-only ${ARGN}` failed: ${err}")
+  endif()
+  string(REPLACE "\n" ";" lines "${text}")
+  set(defined "")
+  foreach(l IN LISTS lines)
+    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) [A-Za-z] ")
+      list(APPEND defined "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES defined)
+  list(SORT defined)
+  set(${out} "${defined}" PARENT_SCOPE)
+endfunction()
+
 # zklock_zk_api_names(OUT INCLUDE_DIR DEFINED...): of the names DEFINED (what a build of the
 # ZooKeeper C client defines globally), the ones its public headers in INCLUDE_DIR/zookeeper
 # declare (comments stripped first), sorted: the client's API as zklock's sources call it. Used

@@ -8,10 +8,8 @@
 set -euo pipefail
 source=$1
 cc=$2
-src=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "refusing an unchecked source: $*" >&2; exit 1; }
+. "$(dirname "$0")/refuse.sh"
+refuse_init "an unchecked source"
 mkdir -p "$work/release"
 if [ -d "$source" ]; then
     cp -a "$source/." "$work/release/"
@@ -23,15 +21,8 @@ entries=("$root"/*)
 if [ ${#entries[@]} = 1 ] && [ -d "${entries[0]}" ]; then root=${entries[0]}; fi
 client=$root/zookeeper-client/zookeeper-client-c
 [ -f "$client/src/zookeeper.c" ] || fail "$source holds no zookeeper-client/zookeeper-client-c/src/zookeeper.c"
-configure() {  # configure [CMAKE-ARGS...]: prints cmake's output, fails the test if cmake succeeded
-    rm -rf "$work/build"
-    if cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_C_COMPILER="$cc" -DZKLOCK_ZK_CLIENT=source \
-        -DZKLOCK_ZK_SOURCE="$root" -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_BENCH=OFF \
-        -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_TOOLS=OFF "$@" >"$work/out" 2>&1; then
-        cat "$work/out" >&2
-        fail "configure accepted it"
-    fi
-    tr -s ' \n' ' ' <"$work/out"
+configure() {  # configure [CMAKE-ARGS...]
+    refused -DCMAKE_C_COMPILER="$cc" -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$root" "$@"
 }
 # No Java to make the jute files with (the release carries none).
 if [ ! -f "$client/generated/zookeeper.jute.c" ]; then

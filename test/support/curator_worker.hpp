@@ -15,29 +15,34 @@
 
 namespace zklock::test {
 
+/// Compiles `java_source` with javac against Debian's Curator 5.4 and its dependencies into the
+/// directory `out`; the classpath to run it with (`out`, then those jars). Throws
+/// std::runtime_error with javac's output if it fails.
+inline std::string compile_against_curator(const std::filesystem::path& java_source, const std::filesystem::path& out)
+{
+    namespace fs = std::filesystem;
+    std::string jars;
+    for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
+                             "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
+        if (fs::exists(fs::path("/usr/share/java") / want)) jars += ":/usr/share/java/" + std::string(want);
+    const auto r = detail::run_process({"javac", "-nowarn", "-cp", jars.substr(jars.empty() ? 0 : 1), "-d", out.string(),
+                                        java_source.string()},
+                                       std::chrono::minutes(10));
+    if (r.status != 0)
+        throw std::runtime_error("cannot compile " + java_source.filename().string() +
+                                 " (javac and libcurator-recipes-java are installed by scripts/install-deps.sh): "
+                                 "javac exited with " + std::to_string(r.status) + ":\n" + r.out + r.err);
+    return out.string() + jars;
+}
+
 /// Compiles `worker_java` (CuratorWorker.java) into a temporary directory, once per process; the
-/// classpath to run it with (that directory, then Curator's jars and their dependencies).
+/// classpath to run it with.
 inline const std::string& curator_worker_classpath(const std::filesystem::path& worker_java)
 {
     static const std::string cp = [&] {
-        namespace fs = std::filesystem;
-        const fs::path out = fs::temp_directory_path() / ("zklock-curator-" + std::to_string(::getpid()));
-        fs::create_directories(out);
-        std::string jars;
-        for (const auto& e : fs::directory_iterator("/usr/share/java")) {
-            const std::string n = e.path().filename().string();
-            for (const char* want : {"curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar",
-                                     "slf4j-api.jar", "slf4j-nop.jar", "zookeeper.jar", "zookeeper-jute.jar"})
-                if (n == want) jars += ":" + e.path().string();
-        }
-        const auto r = detail::run_process({"javac", "-nowarn", "-cp", jars.substr(jars.empty() ? 0 : 1), "-d", out.string(),
-                                            worker_java.string()},
-                                           std::chrono::minutes(10));
-        if (r.status != 0)
-            throw std::runtime_error("cannot compile the Curator worker (javac and libcurator-recipes-java are installed "
-                                     "by scripts/install-deps.sh): javac exited with " + std::to_string(r.status) + ":\n" +
-                                     r.out + r.err);
-        return out.string() + jars;
+        const auto out = std::filesystem::temp_directory_path() / ("zklock-curator-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(out);
+        return compile_against_curator(worker_java, out);
     }();
     return cp;
 }
