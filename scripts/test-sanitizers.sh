@@ -11,11 +11,17 @@
 #   4. the tests that run an io_context on several threads, under TSan, twice      (build-tsan);
 #   5. the fuzz targets under libFuzzer (Clang 16), 15 s each                    (build-fuzz).
 # The regular build is GCC's with Debian 12's static client (3.8.0), so each compiler and each way
-# to the client builds and runs the suites. About 25 minutes on 2 cores from scratch. Every step
-# runs even if an earlier one failed; the script fails if any did. Directories: ASAN_BUILD_DIR,
-# SRC38_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR, ZK39_WORK_DIR and ZK38_WORK_DIR (the fetched
-# source packages); the fuzz time per target: ZKLOCK_FUZZ_SECONDS; crashes are kept in
-# build-fuzz/crashes-<target>/.
+# to the client builds and runs the suites. Every step runs even if an earlier one failed; the
+# script fails if any did.
+#   test-sanitizers.sh          builds the four trees, then runs the steps (about 28 minutes on 2 cores)
+#   test-sanitizers.sh --build  only builds them, one after the other; each build's output goes to
+#                               DIR/zklock-build.log and its exit status to $ZKLOCK_SANITIZER_STATUS/NAME
+#   test-sanitizers.sh --test   only runs the steps, each once its build's status is there
+# scripts/test.sh starts --build at idle CPU priority beside the regular suite, whose tests mostly
+# wait on their servers, then runs --test: the builds take the CPU the suite leaves.
+# Directories: ASAN_BUILD_DIR, SRC38_BUILD_DIR, TSAN_BUILD_DIR, FUZZ_BUILD_DIR, ZK39_WORK_DIR and
+# ZK38_WORK_DIR (the fetched source packages); the fuzz time per target: ZKLOCK_FUZZ_SECONDS;
+# crashes are kept in build-fuzz/crashes-<target>/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
@@ -28,6 +34,21 @@ zk38_work=${ZK38_WORK_DIR:-$here/build-zk38}
 jobs=${JOBS:-$(nproc)}
 test_jobs=${TEST_JOBS:-2}
 fuzz_seconds=${ZKLOCK_FUZZ_SECONDS:-15}
+phase=all
+case ${1:-} in
+    --build) phase=build ;;
+    --test) phase=test ;;
+    "") ;;
+    *) echo "usage: test-sanitizers.sh [--build | --test]" >&2; exit 2 ;;
+esac
+if [ "$phase" = all ]; then
+    ZKLOCK_SANITIZER_STATUS=$(mktemp -d)
+    trap 'rm -rf "$ZKLOCK_SANITIZER_STATUS"' EXIT
+elif [ -z "${ZKLOCK_SANITIZER_STATUS:-}" ]; then
+    echo "test-sanitizers.sh $1: ZKLOCK_SANITIZER_STATUS must name the directory of the builds' statuses" >&2
+    exit 2
+fi
+status_dir=$ZKLOCK_SANITIZER_STATUS
 
 # The symbolizer of Clang 16's own LLVM (scripts/install-deps.sh installs llvm-16) for every
 # sanitizer report here, the fuzz targets' too: the one the runtimes look for on PATH may be absent,
@@ -38,15 +59,133 @@ if [ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]; then
 fi
 
 start=$SECONDS
+configure() {  # configure DIR CMAKE-ARGS...
+    local dir=$1
+    shift
+    cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DZKLOCK_BUILD_BENCH=OFF -DZKLOCK_BUILD_TOOLS=OFF "$@" >/dev/null
+}
+
+# ---- The builds ------------------------------------------------------------------------------
+
+# ASan+UBSan: one build for three things: the sanitizers, the other compiler (the regular build is
+# GCC's; the library and the tool must build on Clang without a warning, hence ZKLOCK_WERROR) and
+# the other C client, from its source. -O0 -g1 (line tables only): Clang builds it in about a third
+# of GCC's time at -O1, the reports keep their file and line, and the suite waits on servers far
+# more than it computes. A fresh cache each time (--fresh): the client's paths are cached; so would
+# the compiler of a build directory made before by GCC be.
+# BOOST_ASIO_NO_DEPRECATED for every file (never for some only: see CMakeLists.txt): zklock uses
+# none of Asio's deprecated API.
+# Not the examples: they make the calls the suites make, and their build (Beast's HTTP server
+# among them) is long; the regular build runs them. Not the mutants' second build of the library
+# either: the regular build runs them.
+build_asan() {
+    echo "fetching Debian 13's source of the C client"
+    local source
+    source=$(bash "$here/scripts/fetch-zk-client.sh" --source "$zk39_work") || return 1
+    echo "the C client from $source"
+    configure "$asan" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
+        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$source" \
+        -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF \
+        -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON -DCMAKE_CXX_FLAGS=-DBOOST_ASIO_NO_DEPRECATED \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" &&
+        cmake --build "$asan" -j "$jobs"
+}
+
+# Source 3.8.0: what a distribution without Debian's archive builds: the client from Apache's
+# source release, its own C code with _FORTIFY_SOURCE=3 (the seam's check refuses a fortified
+# socket call the seam would not see), no TLS; OpenSSL and the system's C client hidden from CMake,
+# so that neither can be used (the tests' plain C client is the release's too). Clang, the C++ at
+# -O0 (the build is the stage's main cost); not the fault and threaded tests (their subject is not
+# the client's build).
+build_src38() {
+    echo "fetching Debian 12's source of the C client"
+    local source
+    source=$(ZK_SUITE=bookworm bash "$here/scripts/fetch-zk-client.sh" --source "$zk38_work") || return 1
+    echo "the C client from $source"
+    configure "$src38" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
+        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$source" -DZKLOCK_TLS=OFF \
+        -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ZooKeeper=ON \
+        -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON \
+        "-DCMAKE_C_FLAGS=-D_FORTIFY_SOURCE=3" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g0 -DNDEBUG" &&
+        cmake --build "$src38" -j "$jobs" --target zklock zklock_cli with_zookeeper zklock_unit_tests \
+            zklock_integration_tests zklock_cli_tests zklock_sim_tests zklock_sim_model_tests
+}
+
+# TSan: line tables only (-g1), as in the regular build: the reports keep their files and lines.
+# Without NDEBUG: the library's debug checks (assertions, the caller's thread) run here, and the
+# case that checks the thread check runs.
+build_tsan() {
+    configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" &&
+        cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests
+}
+
+build_fuzz() {
+    configure "$fuzz" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_BUILD_FUZZERS=ON \
+        -DZKLOCK_BUILD_EXAMPLES=OFF &&
+        cmake --build "$fuzz" -j "$jobs" --target zklock_fuzz_path zklock_fuzz_fsm
+}
+
+stages=(asan src38 tsan fuzz)
+dir_of() {
+    case $1 in
+        asan) echo "$asan" ;;
+        src38) echo "$src38" ;;
+        tsan) echo "$tsan" ;;
+        fuzz) echo "$fuzz" ;;
+    esac
+}
+
+if [ "$phase" != test ]; then
+    # One build after the other, each whatever the one before did; its output in DIR/zklock-build.log.
+    for stage in "${stages[@]}"; do
+        dir=$(dir_of "$stage")
+        mkdir -p "$dir"
+        echo "== sanitizers [$((SECONDS - start)) s]: building $stage in $dir" >&2
+        t0=$SECONDS
+        "build_$stage" >"$dir/zklock-build.log" 2>&1
+        rc=$?
+        echo "== sanitizers: $stage built in $((SECONDS - t0)) s, status $rc" >>"$dir/zklock-build.log"
+        echo "$rc" >"$status_dir/$stage"
+    done
+    [ "$phase" = build ] && exit 0
+fi
+
+# ---- The steps --------------------------------------------------------------------------------
+
 failed=()
 # What failed and why, printed again at the very end: a CI log is often read from its tail only.
 digest=$(mktemp)
-trap 'rm -f "$digest"' EXIT
+trap 'rm -f "$digest"; [ "$phase" = all ] && rm -rf "$status_dir"' EXIT
 step() { echo "== sanitizers [$((SECONDS - start)) s]: $*" >&2; }
 run() {  # run NAME COMMAND...: runs it, notes a failure
     local name=$1
     shift
     "$@" || { echo "== sanitizers: FAILED: $name" >&2; failed+=("$name"); return 1; }
+}
+built() {  # built STAGE: waits for STAGE's build to end (at most 90 minutes); whether it succeeded
+    local stage=$1 dir waited=0
+    dir=$(dir_of "$stage")
+    while [ ! -f "$status_dir/$stage" ] && ((waited < 5400)); do
+        # The builder (scripts/test.sh gives its process id) gone without a word of this build.
+        if [ -n "${ZKLOCK_SANITIZER_BUILDER:-}" ] && ! kill -0 "$ZKLOCK_SANITIZER_BUILDER" 2>/dev/null; then
+            sleep 1
+            break
+        fi
+        sleep 2
+        waited=$((waited + 2))
+    done
+    if [ "$(cat "$status_dir/$stage" 2>/dev/null)" = 0 ]; then
+        grep -E '^(the C client from|== sanitizers: .* built in)' "$dir/zklock-build.log" >&2
+        return 0
+    fi
+    echo "== sanitizers: FAILED: the $stage build, in $dir (its log, $dir/zklock-build.log, follows)" >&2
+    cat "$dir/zklock-build.log" >&2
+    failed+=("$stage build")
+    { echo "---- the $stage build: the end of $dir/zklock-build.log"; tail -60 "$dir/zklock-build.log"; } >>"$digest"
+    return 1
 }
 ctest_digest() {  # ctest_digest NAME DIR: the failed tests of DIR's last ctest run, each with its error lines
     {
@@ -66,38 +205,15 @@ ctest_digest() {  # ctest_digest NAME DIR: the failed tests of DIR's last ctest 
              }' "$2/Testing/Temporary/LastTest.log" 2>/dev/null | head -200
     } >>"$digest"
 }
-configure() {  # configure DIR CMAKE-ARGS...
-    local dir=$1
-    shift
-    cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DZKLOCK_BUILD_BENCH=OFF -DZKLOCK_BUILD_TOOLS=OFF "$@" >/dev/null
-}
 
 step "soak: the fault storm for 60 s"
 run soak bash -c "cd '$build' && ctest --output-on-failure -L soak --timeout 600" || ctest_digest soak "$build"
 
-step "ASan+UBSan: fetching Debian 13's source of the C client, building the suite with Clang 16 in $asan"
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# One build for three things: the sanitizers, the other compiler (the regular build is GCC's; the
-# library and the tool must build on Clang without a warning, hence ZKLOCK_WERROR) and the other C
-# client, from its source. -O0 -g1 (line tables only): Clang builds it in about a third of GCC's time at -O1, the
-# reports keep their file and line, and the suite waits on servers far more than it computes.
-# A fresh cache each time (--fresh): the client's paths are cached; so would the compiler of a build
-# directory made before by GCC be.
-# BOOST_ASIO_NO_DEPRECATED for every file (never for some only: see CMakeLists.txt): zklock uses
-# none of Asio's deprecated API.
-# Not the examples: they make the calls the suites make, and their build (Beast's HTTP server
-# among them) is long; the regular build runs them. Not the mutants' second build of the library
-# either: the regular build runs them.
-if zk39_source=$(bash "$here/scripts/fetch-zk-client.sh" --source "$zk39_work") &&
-    configure "$asan" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
-        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$zk39_source" \
-        -DZKLOCK_SANITIZE=address,undefined -DZKLOCK_BUILD_EXAMPLES=OFF \
-        -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON -DCMAKE_CXX_FLAGS=-DBOOST_ASIO_NO_DEPRECATED \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" &&
-    cmake --build "$asan" -j "$jobs" >&2; then
-    step "ASan+UBSan: the C client from $zk39_source, running the suite"
+step "ASan+UBSan: waiting for the build with Clang 16 in $asan"
+if built asan; then
+    step "ASan+UBSan: running the suite"
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     # Not: the soak (done above), the staged install and the subproject builds (their consumers
     # are not built with ASan), the bench; nor the cases whose subject is timing, not memory (a
     # holder stalled for seconds): their code paths are the other cases' too; nor the interop
@@ -107,53 +223,27 @@ if zk39_source=$(bash "$here/scripts/fetch-zk-client.sh" --source "$zk39_work") 
     # schedules.
     run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-1000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench|support' -E '^(stall: |fault 4s|interop: )'" ||
         ctest_digest asan "$asan"
-else
-    failed+=("asan build")
+    unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
-unset ASAN_OPTIONS UBSAN_OPTIONS
 
-step "source 3.8.0: fetching Debian 12's source of the C client, building in $src38"
-# What a distribution without Debian's archive builds: the client from Apache's source release,
-# its own C code with _FORTIFY_SOURCE=3 (the seam's check refuses a fortified socket call the seam
-# would not see), no TLS; OpenSSL and the system's C client hidden from CMake, so that neither can
-# be used (the tests' plain C client is the release's too). Clang, the C++ at -O0 (the build is the
-# stage's main cost); not the fault and threaded tests (their subject is not the client's build).
-if zk38_source=$(ZK_SUITE=bookworm bash "$here/scripts/fetch-zk-client.sh" --source "$zk38_work") &&
-    configure "$src38" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_WERROR=ON \
-        -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$zk38_source" -DZKLOCK_TLS=OFF \
-        -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ZooKeeper=ON \
-        -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON \
-        "-DCMAKE_C_FLAGS=-D_FORTIFY_SOURCE=3" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g0 -DNDEBUG" &&
-    cmake --build "$src38" -j "$jobs" --target zklock zklock_cli with_zookeeper zklock_unit_tests \
-        zklock_integration_tests zklock_cli_tests zklock_sim_tests zklock_sim_model_tests >&2; then
-    step "source 3.8.0: the C client from $zk38_source, running the unit, simulation and integration suites"
+step "source 3.8.0: waiting for the build in $src38"
+if built src38; then
+    step "source 3.8.0: running the unit, simulation and integration suites"
     run "source 3.8.0" bash -c "cd '$src38' && ! nm -u libzklock.a | grep -E ' U (SSL|OPENSSL|X509|ERR)_' &&
         ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_SRC_SIM_SCHEDULES:-2000} ctest --output-on-failure -j $test_jobs --timeout 900 \
             -L 'unit|sim|integration' -E '^(cmake\\.(find_package|add_subdirectory|fetchcontent|layers)|docs\\.|fuzz\\.)'" ||
         ctest_digest "source 3.8.0" "$src38"
-else
-    failed+=("source 3.8.0 build")
 fi
 
-step "TSan: building the threaded tests in $tsan"
-# Line tables only (-g1), as in the regular build: the reports keep their files and lines. Without
-# NDEBUG: the library's debug checks (assertions, the caller's thread) run here, and the case
-# that checks the thread check runs.
-if configure "$tsan" -DZKLOCK_SANITIZE=thread -DZKLOCK_BUILD_EXAMPLES=OFF \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" &&
-    cmake --build "$tsan" -j "$jobs" --target zklock_thread_tests >&2; then
+step "TSan: waiting for the build of the threaded tests in $tsan"
+if built tsan; then
     step "TSan: running them"
     run tsan bash -c "cd '$tsan' && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads --repeat until-fail:2 --timeout 900" ||
         ctest_digest tsan "$tsan"
-else
-    failed+=("tsan build")
 fi
 
-step "libFuzzer: building the fuzz targets in $fuzz (Clang 16)"
-if configure "$fuzz" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 -DZKLOCK_BUILD_FUZZERS=ON \
-        -DZKLOCK_BUILD_EXAMPLES=OFF &&
-    cmake --build "$fuzz" -j "$jobs" --target zklock_fuzz_path zklock_fuzz_fsm >&2; then
+step "libFuzzer: waiting for the build of the fuzz targets in $fuzz (Clang 16)"
+if built fuzz; then
     for t in path fsm; do
         step "libFuzzer: zklock_fuzz_$t for $fuzz_seconds s"
         mkdir -p "$fuzz/corpus-$t" "$fuzz/crashes-$t"
@@ -168,8 +258,6 @@ if configure "$fuzz" --fresh -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=cl
             grep -E '^(Done|stat::)' "$fuzz/fuzz-$t.log" >&2
         fi
     done
-else
-    failed+=("fuzz build")
 fi
 
 step "done"
