@@ -158,7 +158,7 @@ fi
 failed=()
 # What failed and why, printed again at the very end: a CI log is often read from its tail only.
 digest=$(mktemp)
-trap 'rm -f "$digest"; [ "$phase" = all ] && rm -rf "$status_dir"' EXIT
+trap 'rm -f "$digest"; if [ "$phase" = all ]; then rm -rf "$status_dir"; fi' EXIT
 step() { echo "== sanitizers [$((SECONDS - start)) s]: $*" >&2; }
 run() {  # run NAME COMMAND...: runs it, notes a failure
     local name=$1
