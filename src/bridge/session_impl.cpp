@@ -279,7 +279,7 @@ void session_impl::send_probe()
     submit(std::move(r), rc, request_type::sync);
 }
 
-void session_impl::register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w)
+void session_impl::register_watch(watch_kind kind, std::string_view path, const std::shared_ptr<watch_state>& w)
 {
     watches_.add(kind, path, w);
 }
@@ -583,7 +583,8 @@ void session_impl::get_data(const std::string& path, std::shared_ptr<watch_state
 {
     auto r = make_req<data_req>(this, std::move(cb));
     r->w = std::move(w);
-    r->path = path;
+    // Only a watch needs the path back, to register it; one that carries it needs no copy.
+    if (r->w && r->w->path() != path) r->path = path;
     if (!zh_) return refuse(std::move(r), core_.no_handle_error());
     begin_request();
     const log_scope scope(log_.get());

@@ -136,7 +136,7 @@ public:
     /// A request only the leader answers, sent at `sent`, was answered without error.
     void on_leader_answer(clock::time_point sent) { core_.on_leader_answer(sent); }
     void on_watcher(int type, int zstate, std::string path);
-    void register_watch(watch_kind kind, const std::string& path, const std::shared_ptr<watch_state>& w);
+    void register_watch(watch_kind kind, std::string_view path, const std::shared_ptr<watch_state>& w);
 
 private:
     // session_impl.cpp

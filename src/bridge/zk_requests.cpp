@@ -277,7 +277,7 @@ void exists_req::complete()
 
 void data_req::complete()
 {
-    if (w && !ec) s->register_watch(watch_kind::data, path, w);
+    if (w && !ec) s->register_watch(watch_kind::data, path.empty() ? w->path().view() : std::string_view(path), w);
     if (!reply) return cb(ec, std::string(), zklock::stat{});
     cb(ec, std::move(reply->data), reply->st);
 }

@@ -78,7 +78,7 @@ struct exists_req final : request_base {
 struct data_req final : request_base {
     data_cb cb;
     std::shared_ptr<watch_state> w;
-    std::string path;
+    std::string path;  ///< with `w`, unless `w` carries its path (watch_state::path)
     /// The node's data and stat, from a successful reply. Apart from the request, so that a
     /// request still waiting for its reply (one per waiter of a long queue) does not hold room for them.
     struct reply_type {

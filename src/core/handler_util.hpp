@@ -22,24 +22,44 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <variant>
 #include <utility>
 
 namespace zklock::detail {
 
 namespace asio = boost::asio;
 
-/// Outstanding work on a handler's executor. Preferring `tracked` on a type-erased
-/// any_completion_executor goes through its type-erased prefer, which heap-allocates the result
-/// (72 bytes a waiter in bench W10000, for every acquire). In the common case its target is an
+/// Outstanding work on a handler's executor, in 16 bytes. In the common case its target is an
 /// io_context executor (a coroutine's any_io_executor keeps its inner target when converted):
-/// preferred directly, the tracked executor fits any_completion_executor's small buffer. Any
-/// other executor goes through the type-erased prefer as before.
-inline asio::any_completion_executor track_work(const asio::any_completion_executor& ex)
-{
-    constexpr auto tracked = asio::execution::outstanding_work.tracked;
-    if (const auto* t = ex.target<asio::io_context::executor_type>()) return asio::prefer(*t, tracked);
-    return asio::prefer(ex, tracked);
-}
+/// preferred directly, the tracked executor is kept as itself (8 bytes). Any other executor goes
+/// through the type-erased prefer, kept on the heap. (An any_completion_executor is 56 bytes, and
+/// a waiting acquire holds this: bench W10000, ten thousand at once; the type-erased prefer of an
+/// io_context's executor would heap-allocate its result as well.)
+class tracked_work {
+public:
+    tracked_work() = default;
+    explicit tracked_work(const asio::any_completion_executor& ex)
+    {
+        constexpr auto tracked = asio::execution::outstanding_work.tracked;
+        if (const auto* t = ex.target<asio::io_context::executor_type>()) w_.emplace<io_tracked>(asio::prefer(*t, tracked));
+        else w_.emplace<std::unique_ptr<asio::any_completion_executor>>(
+            std::make_unique<asio::any_completion_executor>(asio::prefer(ex, tracked)));
+    }
+    explicit operator bool() const noexcept { return w_.index() != 0; }
+    /// The tracked executor, moved out (the work ends with it).
+    asio::any_completion_executor take()
+    {
+        auto v = std::exchange(w_, std::monostate{});
+        if (auto* t = std::get_if<io_tracked>(&v)) return asio::any_completion_executor(std::move(*t));
+        return std::move(*std::get<std::unique_ptr<asio::any_completion_executor>>(v));
+    }
+    void reset() noexcept { w_ = std::monostate{}; }
+
+private:
+    using io_tracked = std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
+                                                          asio::execution::outstanding_work.tracked))>;
+    std::variant<std::monostate, io_tracked, std::unique_ptr<asio::any_completion_executor>> w_;
+};
 
 template <class... Args> class stored_handler {
 public:
@@ -47,7 +67,7 @@ public:
     /// `io_ex`: the executor of the I/O object, the handler's executor when it has none of its
     /// own (not kept: the tracked executor is all a completion needs).
     stored_handler(handler<Args...> h, const asio::any_io_executor& io_ex)
-        : work_(track_work(asio::get_associated_executor(h, io_ex))), h_(std::move(h))
+        : work_(asio::get_associated_executor(h, io_ex)), h_(std::move(h))
     {
     }
 
@@ -73,8 +93,7 @@ private:
     {
         if (!h_) return;
         if (auto s = slot(); s.is_connected()) s.clear();
-        auto ex = std::move(*work_);
-        work_.reset();
+        auto ex = work_.take();
         auto h = std::move(h_);
         if constexpr (Post)
             asio::post(*io_ex, [ex = std::move(ex), h = asio::append(std::move(h), std::move(args)...)]() mutable {
@@ -84,7 +103,7 @@ private:
             asio::dispatch(ex, asio::append(std::move(h), std::move(args)...));
     }
 
-    std::optional<asio::any_completion_executor> work_;
+    tracked_work work_;
     handler<Args...> h_;
 };
 

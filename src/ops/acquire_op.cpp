@@ -59,15 +59,19 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)),
-          owner_info_(req.options && !req.options->owner_info.empty()
-                          ? std::shared_ptr<const std::string>(req.options, &req.options->owner_info)
-                          : default_owner_info()),
           fsm_(std::move(req.dir), policy_of(req), new_attempt_id(), req.try_only), h_(std::move(h), s_->executor()),
           count_known_(std::move(req.count_known)),
-          on_queued_(req.options && req.options->on_queued ? std::shared_ptr<const on_queued_fn>(req.options, &req.options->on_queued)
-                                                           : nullptr),
+          options_(std::move(req.options)),
           internal_(req.internal)
     {
+    }
+
+    // Our node's data: lock_options::owner_info, or the process's default (shared: see
+    // default_owner_info).
+    std::shared_ptr<const std::string> owner_info() const
+    {
+        if (options_ && !options_->owner_info.empty()) return std::shared_ptr<const std::string>(options_, &options_->owner_info);
+        return default_owner_info();
     }
 
     void start(std::optional<std::chrono::steady_clock::duration> timeout)
@@ -78,7 +82,7 @@ public:
         // Requests that cannot succeed are refused before anything is sent.
         error_code bad = validate_lock_path(fsm_.dir());
         if (!bad && fsm_.policy().kind() == node_kind::permit && fsm_.policy().permits == 0) bad = errc::invalid_argument;
-        if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info_->size());
+        if (!bad) bad = s_->check_request_size(fsm_.dir().size() + 32, owner_info()->size());
         if (bad) {
             run(fsm_.on_cancel(bad));
             in_initiation_ = false;
@@ -189,7 +193,7 @@ private:
             // (one round trip when uncontended). Acquires of this session on the same path that
             // create in the same burst share that one listing (list_queue, ops/requests.hpp).
             auto created = std::make_shared<std::tuple<error_code, std::string, std::int64_t>>();
-            s_->create(a.path, *owner_info_, create_mode::ephemeral_sequential,
+            s_->create(a.path, *owner_info(), create_mode::ephemeral_sequential,
                        [created](error_code ec, std::string p, zklock::stat st) {
                            *created = {ec, std::move(p), st.czxid};
                        });
@@ -224,7 +228,7 @@ private:
             if (a.watch_own) watch_own();
             if (watch_) watch_->cancel_wait();
             waiting_on_ = nullptr;
-            watch_ = s_->make_watch();
+            watch_ = s_->make_watch(fsm_.watched_node());  // shares the fsm's copy of the path
             s_->get_data(a.path, watch_, [self](error_code ec, std::string data, zklock::stat st) {
                 self->run(self->fsm_.on_watch_set(ec, data, st.version));
             });
@@ -232,7 +236,7 @@ private:
             break;
         case ak::wait_event:
             waited_ = true;
-            if (!a.ahead.empty()) watch_ahead(a.ahead);
+            if (!a.ahead.empty()) watch_ahead(fsm_.ahead_node());
             else drop_ahead();
             if (waiting_on_ == watch_.get()) break;  // still waiting on it (a look-ahead came back)
             waiting_on_ = watch_.get();
@@ -301,7 +305,8 @@ private:
     // hears of our place.
     void run_listed(acquire_fsm::action a)
     {
-        if (on_queued_ && a.kind == ak::watch && !fsm_.own_node().empty()) (*on_queued_)(fsm_.own_node(), fsm_.last_position());
+        if (options_ && options_->on_queued && a.kind == ak::watch && !fsm_.own_node().empty())
+            options_->on_queued(fsm_.own_node(), fsm_.last_position());
         run(std::move(a));
     }
 
@@ -383,12 +388,12 @@ private:
     // Look-ahead: a data watch on the node before the one we wait on (acquire_fsm::action::ahead).
     // Its deletion, or finding it gone, is on_ahead_fired; a change of its data means nothing, and
     // any other error just leaves the wait without a look-ahead (the fsm falls back by itself).
-    void watch_ahead(const std::string& path)
+    void watch_ahead(const shared_path& path)
     {
         drop_ahead();
-        auto w = ahead_ = s_->make_watch();
+        auto w = ahead_ = s_->make_watch(path);  // shares the fsm's copy of the path
         auto self = shared_from_this();
-        s_->get_data(path, w, [self, w](error_code ec, std::string, zklock::stat) {
+        s_->get_data(path.str(), w, [self, w](error_code ec, std::string, zklock::stat) {
             if (!ec || self->ahead_ != w) return;
             self->drop_ahead();  // no watch was set
             if (ec == zk_errc::no_node && !self->fsm_.finished())
@@ -493,7 +498,7 @@ private:
             case touch_next::write_back: return self->touch_own(node, true);
             }
         };
-        if (!write_back) return s_->set_data(node, *owner_info_, 0, std::move(then));
+        if (!write_back) return s_->set_data(node, *owner_info(), 0, std::move(then));
         s_->get_data(node, nullptr, [self, node, then = std::move(then)](error_code ec, std::string data, zklock::stat st) mutable {
             if (!ec) return self->s_->set_data(node, data, st.version, std::move(then));
             if (is_retryable(ec)) then(ec, {});
@@ -543,9 +548,7 @@ private:
 
     // The members are what one waiter costs while it waits (bench W10000: ten thousand of them):
     // what only some acquires use is allocated only for those.
-    using on_queued_fn = std::function<void(std::string_view, std::size_t)>;
     session_ptr s_;
-    std::shared_ptr<const std::string> owner_info_;  // our node's data (shared: see default_owner_info)
     acquire_fsm fsm_;
     std::unique_ptr<port_timer> timer_;  // only with a timeout (a waiter without one holds none)
     bool grace_armed_ = false;           // the first cancellation's grace runs on timer_
@@ -563,7 +566,8 @@ private:
     std::uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
-    std::shared_ptr<const on_queued_fn> on_queued_;  // lock_options::on_queued, if set (the lock's, shared)
+    // The lock object's options (owner_info, on_queued), shared by its acquires; null: the defaults.
+    std::shared_ptr<const lock_options> options_;
     bool own_revoke_seen_ = false;
     bool in_initiation_ = false;
     bool waiting_session_ = false;

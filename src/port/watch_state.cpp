@@ -17,7 +17,7 @@ void watch_state::fire(error_code ec, watch_event ev)
 void watch_state::wait(unique_function<void(error_code, watch_event)> cb)
 {
     if (result_) {
-        asio::post(ex_, [cb = std::move(cb), r = *result_]() mutable { cb(r.first, r.second); });
+        asio::post(*ex_, [cb = std::move(cb), r = *result_]() mutable { cb(r.first, r.second); });
         return;
     }
     waiter_ = std::move(cb);

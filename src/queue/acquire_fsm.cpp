@@ -317,17 +317,13 @@ acquire_fsm::extras& acquire_fsm::more()
     return *extras_;
 }
 
-const std::string& acquire_fsm::ahead() const noexcept
-{
-    static const std::string none;
-    return extras_ ? extras_->ahead : none;
-}
+const shared_path& acquire_fsm::ahead() const noexcept { return ahead_; }
 
 acquire_fsm::action acquire_fsm::watch()
 {
     state_ = state::watching;
     also_gone_ = false;
-    action a{ak::watch, watched_, {}, {}, own_watched_};
+    action a{ak::watch, watched_.str(), {}, {}, own_watched_};
     if (extras_) a.also = extras_->also;
     return a;
 }
@@ -493,16 +489,17 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
             watched_clear_ = own_watched_ = true;
             clear_ahead();
         } else if (r.size <= max_queue_for_lookahead) {
-            more().ahead = join_path(*dir_, r.ahead);  // someone before it left: watch the new one ahead
+            ahead_ = shared_path(join_path(*dir_, r.ahead));  // someone before it left: watch the new one ahead
             ahead_kind_ = r.ahead_kind;
         } else {
             clear_ahead();
         }
         a = wait_event();
     } else {
-        std::string next = join_path(*dir_, r.watch);
-        if (next != watched_) listed_version_ = 0;
-        watched_ = std::move(next);
+        if (std::string next = join_path(*dir_, r.watch); next != watched_.view()) {
+            listed_version_ = 0;
+            watched_ = shared_path(next);
+        }
         behind_ = r.behind;
         if (extras_) extras_->also.clear();
         for (auto n : r.also) more().also.push_back(join_path(*dir_, n));
@@ -522,7 +519,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         clear_ahead();
         if (!watched_clear_ && !r.ahead.empty() && rule.lookahead &&
             r.size <= max_queue_for_lookahead) {
-            more().ahead = join_path(*dir_, r.ahead);
+            ahead_ = shared_path(join_path(*dir_, r.ahead));
             ahead_kind_ = r.ahead_kind;
             own_watched_ = r.size <= max_queue_for_early_own_watch;
         }
@@ -589,7 +586,7 @@ acquire_fsm::action acquire_fsm::wait_event()
 {
     state_ = state::waiting;
     action a{ak::wait_event, {}, {}, {}};
-    a.ahead = ahead();
+    a.ahead = ahead().str();
     return a;
 }
 

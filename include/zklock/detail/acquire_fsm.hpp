@@ -58,6 +58,7 @@
 #include <zklock/detail/listing.hpp>
 #include <zklock/detail/path.hpp>
 #include <zklock/detail/queue_policy.hpp>
+#include <zklock/detail/shared_path.hpp>
 #include <zklock/error.hpp>
 
 #include <chrono>
@@ -277,8 +278,10 @@ public:
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
     bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
+    /// The node we wait on (while watching or waiting), shared: the driver's watch keeps this copy.
+    const shared_path& watched_node() const noexcept { return watched_; }
     /// Look-ahead: the node before the one we wait on, while it is watched (else empty).
-    const std::string& ahead_node() const noexcept { return ahead(); }
+    const shared_path& ahead_node() const noexcept { return ahead(); }
     std::int64_t fencing_token() const noexcept { return czxid_; }
     /// Whether the last grant skipped the re-list (diagnostics, tests).
     bool fast_handoff() const noexcept { return fast_; }
@@ -369,21 +372,17 @@ private:
     // Ordered by size (no padding holes): one of these lives in every waiting acquire.
     std::shared_ptr<const std::string> dir_;  // the lock object's path, shared by its acquires
     std::string own_;
-    std::string watched_;          // the node we wait on
-    // What only some acquires need, made when first needed: a waiter of a long queue (no
-    // look-ahead) holds a pointer instead.
+    shared_path watched_;          // the node we wait on (shared with the driver's watch)
+    shared_path ahead_;            // look-ahead: the node before watched_ (empty: none)
+    // What only some acquires need, made when first needed: most hold a pointer instead.
     struct extras {
-        std::string ahead;                    // look-ahead: the node before watched_ (empty: none)
         std::vector<std::string> also;        // a semaphore's first waiter: the other holders it watches
         std::vector<std::string> candidates;  // after a lost create reply: nodes with our id, oldest first
     };
     std::unique_ptr<extras> extras_;
     extras& more();
-    const std::string& ahead() const noexcept;
-    void clear_ahead() noexcept
-    {
-        if (extras_) extras_->ahead.clear();
-    }
+    const shared_path& ahead() const noexcept;
+    void clear_ahead() noexcept { ahead_.clear(); }
     error_code abort_;
     std::uint64_t id_;  // our node's name prefix is node_prefix(*policy_.what, id_, policy_.marker): built per create, not kept
     std::int64_t czxid_ = 0;
