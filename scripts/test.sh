@@ -37,7 +37,7 @@ if [ "${ZKLOCK_SANITIZERS:-0}" = 1 ]; then
     setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' builder "${idle[@]}" nice -n 19 \
         bash "$here/scripts/test-sanitizers.sh" --build >"$ZKLOCK_SANITIZER_STATUS/builder.log" 2>&1 &
     export ZKLOCK_SANITIZER_BUILDER=$!
-    trap 'kill -- "-$ZKLOCK_SANITIZER_BUILDER" 2>/dev/null; true' EXIT
+    trap 'kill -- "-$ZKLOCK_SANITIZER_BUILDER" 2>/dev/null || true' EXIT
 fi
 ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 600 -LE soak
 # The API reference: fails the run on any doxygen warning (an undocumented public name).
