@@ -35,6 +35,9 @@ function(zklock_zookeeper_from_source source work)
   # The release: a tarball is unpacked once per content (its SHA-256 names the directory).
   if(IS_DIRECTORY "${source}")
     set(root "${source}")
+  elseif(source MATCHES "^(.*)\\.(asc|sig|sign|sha1|sha256|sha512|md5)$")
+    message(FATAL_ERROR "zklock: ZKLOCK_ZK_SOURCE=${source} is a detached signature or checksum, "
+      "not the source release: give ${CMAKE_MATCH_1}")
   elseif(EXISTS "${source}")
     file(SHA256 "${source}" sum)
     string(SUBSTRING "${sum}" 0 16 sum)

@@ -25,13 +25,35 @@
 #
 #   src=$(ZK_SUITE=bookworm bash scripts/fetch-zk-client.sh --source build-zk38src)   # 3.8.0
 #   cmake -S . -B build-src -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$src" ...
+#
+# The release is the highest version's zookeeper_<version>.orig.tar.{gz,xz,bz2} in src/, never its
+# detached signature (.orig.tar.gz.asc, which the source package carries since 3.8.0-11+deb12u2).
+# With --orig-in DIR it only prints that choice among the files already in DIR (no network).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+
+# The source release among the files of source packages in $1: the highest version's archive.
+orig_in() {
+    local f
+    for f in "$1"/zookeeper_*.orig.tar.gz "$1"/zookeeper_*.orig.tar.xz "$1"/zookeeper_*.orig.tar.bz2; do
+        if [[ -f $f ]]; then printf '%s\n' "$f"; fi
+    done | sort -V | tail -n1
+}
+
 mode=binary
-if [[ ${1:-} == --source ]]; then
+case ${1:-} in
+--source)
     mode=source
     shift
-fi
+    ;;
+--orig-in)
+    [[ -n ${2:-} ]] || { echo "fetch-zk-client: --orig-in needs a directory" >&2; exit 2; }
+    orig=$(orig_in "$2")
+    [[ -n $orig ]] || { echo "fetch-zk-client: $2 has no zookeeper_<version>.orig.tar.{gz,xz,bz2}" >&2; exit 1; }
+    echo "$orig"
+    exit 0
+    ;;
+esac
 work=${1:-$here/build-zk39}
 suite=${ZK_SUITE:-trixie}
 keyring=${ZK_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
@@ -144,8 +166,8 @@ if [[ $mode == source ]]; then
     if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$work/src"; fi
     say "downloading the source package zookeeper of $suite"
     (cd "$work/src" && apt_get source --download-only zookeeper >&2)
-    orig=$(ls -t "$work"/src/zookeeper_*.orig.tar.* 2>/dev/null | head -n1)
-    [[ -n $orig ]] || die "the source package of $suite has no zookeeper_<version>.orig.tar.*"
+    orig=$(orig_in "$work/src")
+    [[ -n $orig ]] || die "the source package of $suite has no zookeeper_<version>.orig.tar.{gz,xz,bz2}"
     echo "$orig"
     exit 0
 fi

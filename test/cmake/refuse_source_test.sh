@@ -3,7 +3,8 @@
 # cmake/ZooKeeperSource.cmake), with a message that says what it found: a copy of the release the
 # build was given, once without Java to make its jute files with, once with a version outside the
 # tested range, once with a zookeeper.c that reads
-# with readv and takes recv's address (a call the seam's routing cannot see). Configure only.
+# with readv and takes recv's address (a call the seam's routing cannot see), and the release's
+# .asc signature named instead of it. Configure only.
 #   refuse_source_test.sh SOURCE C_COMPILER   (SOURCE: the release's tarball or directory)
 set -euo pipefail
 source=$1
@@ -42,4 +43,10 @@ EOF
 out=$(configure)
 grep -q "It calls .*readv.*which zklock.s seam does not handle" <<<"$out" || fail "no word of readv: $out"
 grep -q "It calls .*recv.*which zklock.s seam does not handle" <<<"$out" || fail "no word of recv: $out"
-echo "refusing an unchecked source: no Java, a 3.7.1, and a zookeeper.c that calls readv and takes recv's address, each refused with its reason: ok"
+# The release's detached signature (Debian's source package has one beside the tarball) named
+# instead of the release.
+touch "$work/zookeeper_3.8.0.orig.tar.gz.asc"
+out=$(refused -DZKLOCK_ZK_CLIENT=source -DZKLOCK_ZK_SOURCE="$work/zookeeper_3.8.0.orig.tar.gz.asc")
+grep -q "is a detached signature or checksum, not the source release: give $work/zookeeper_3.8.0.orig.tar.gz" <<<"$out" ||
+    fail "no word of the signature: $out"
+echo "refusing an unchecked source: no Java, a 3.7.1, a zookeeper.c that calls readv and takes recv's address, and a signature for the release, each refused with its reason: ok"
