@@ -7,7 +7,8 @@
 #      library and the tool with -Werror and every file with BOOST_ASIO_NO_DEPRECATED (build-asan);
 #   3. the C client from the source release of 3.8.0 (Debian 12's source package), built with
 #      _FORTIFY_SOURCE=3, without TLS and without OpenSSL or the system's C client in sight: the
-#      unit, simulation and integration suites (build-src38);
+#      tests that go through the C client (integration, the tool's, the differential simulation,
+#      the build's checks)                                                         (build-src38);
 #   4. the tests that run an io_context on several threads, under TSan, twice      (build-tsan);
 #   5. the fuzz targets under libFuzzer (Clang 16), 15 s each                    (build-fuzz).
 # The regular build is GCC's with Debian 12's static client (3.8.0), so each compiler and each way
@@ -96,8 +97,11 @@ build_asan() {
 # source release, its own C code with _FORTIFY_SOURCE=3 (the seam's check refuses a fortified
 # socket call the seam would not see), no TLS; OpenSSL and the system's C client hidden from CMake,
 # so that neither can be used (the tests' plain C client is the release's too). Clang, the C++ at
-# -O0 (the build is the stage's main cost); not the fault and threaded tests (their subject is not
-# the client's build).
+# -O0 (the build is the stage's main cost). The tests that go through this C client: the
+# integration and the tool's tests, the simulation's differential tests against a real server, and
+# configure's and the sealed library's checks; not the unit tests and the simulated schedules
+# (they run on fake and simulated ports, no C client: the regular and ASan stages run them), nor
+# the fault and threaded tests (their subject is not the client's build).
 build_src38() {
     echo "fetching Debian 12's source of the C client"
     local source
@@ -109,8 +113,8 @@ build_src38() {
         -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_MUTANTS=OFF -DZKLOCK_BUILD_TOOLS=ON \
         "-DCMAKE_C_FLAGS=-D_FORTIFY_SOURCE=3" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1" \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g0 -DNDEBUG" &&
-        cmake --build "$src38" -j "$jobs" --target zklock zklock_cli with_zookeeper zklock_unit_tests \
-            zklock_integration_tests zklock_cli_tests zklock_sim_tests zklock_sim_model_tests
+        cmake --build "$src38" -j "$jobs" --target zklock zklock_cli with_zookeeper \
+            zklock_integration_tests zklock_cli_tests zklock_sim_model_tests
 }
 
 # TSan: line tables only (-g1), as in the regular build: the reports keep their files and lines.
@@ -216,22 +220,23 @@ if built asan; then
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     # Not: the soak (done above), the staged install and the subproject builds (their consumers
     # are not built with ASan), the bench; nor the cases whose subject is timing, not memory (a
-    # holder stalled for seconds): their code paths are the other cases' too; nor the interop
+    # holder stalled for seconds, an ensemble's partition against the session timeout): their code
+    # paths are the other cases' too (a lease lost to a cut: fault 4b, TLS's cut-off holder); nor the interop
     # cases (their subject is the other clients' nodes; zklock's side runs the paths of the
     # recipes' own cases) and the test bed's own checks (label support: the servers, ensembles
     # and proxies they check run under ASan in every fault case). The simulation runs fewer
     # schedules.
-    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-1000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench|support' -E '^(stall: |fault 4s|interop: )'" ||
+    run asan bash -c "cd '$asan' && ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_ASAN_SIM_SCHEDULES:-1000} ctest --output-on-failure -j $test_jobs --timeout 900 -LE 'soak|cmake|bench|support' -E '^(stall: |partition: |fault 4s|interop: )'" ||
         ctest_digest asan "$asan"
     unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 step "source 3.8.0: waiting for the build in $src38"
 if built src38; then
-    step "source 3.8.0: running the unit, simulation and integration suites"
+    step "source 3.8.0: running the integration suite, the differential simulation and the build's checks"
     run "source 3.8.0" bash -c "cd '$src38' && ! nm -u libzklock.a | grep -E ' U (SSL|OPENSSL|X509|ERR)_' &&
-        ZKLOCK_SIM_SCHEDULES=\${ZKLOCK_SRC_SIM_SCHEDULES:-2000} ctest --output-on-failure -j $test_jobs --timeout 900 \
-            -L 'unit|sim|integration' -E '^(cmake\\.(find_package|add_subdirectory|fetchcontent|layers)|docs\\.|fuzz\\.)'" ||
+        ctest --output-on-failure -j $test_jobs --timeout 900 \
+            -L 'integration|sim|cmake' -E '^(cmake\\.(find_package|add_subdirectory|fetchcontent|layers)|docs\\.|fuzz\\.)'" ||
         ctest_digest "source 3.8.0" "$src38"
 fi
 

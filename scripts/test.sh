@@ -4,7 +4,7 @@
 # reference (scripts/docs.sh), which fails on any doxygen warning.
 #   ZKLOCK_SANITIZERS=1  then also (scripts/test-sanitizers.sh): the fault storm for 60 s, the suite
 #                        under ASan+UBSan (leaks checked) against the C client's source release of
-#                        3.9.3, the unit, simulation and integration suites against 3.8.0's, the
+#                        3.9.3, the integration and differential suites against 3.8.0's, the
 #                        threaded tests under TSan, the fuzz targets under libFuzzer; their builds
 #                        run beside the regular suite. .ci/run sets it.
 set -euo pipefail
