@@ -488,11 +488,9 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
             // Nothing older than it exists, and nothing can appear: its deletion grants us.
             watched_clear_ = own_watched_ = true;
             clear_ahead();
-        } else if (r.size <= max_queue_for_lookahead) {
+        } else {
             ahead_ = shared_path(join_path(*dir_, r.ahead));  // someone before it left: watch the new one ahead
             ahead_kind_ = r.ahead_kind;
-        } else {
-            clear_ahead();
         }
         a = wait_event();
     } else {
@@ -517,8 +515,7 @@ acquire_fsm::action acquire_fsm::evaluate_queue(const listing& children, bool ar
         // not two; in a longer one arming sets it.
         own_watched_ = watched_clear_;
         clear_ahead();
-        if (!watched_clear_ && !r.ahead.empty() && rule.lookahead &&
-            r.size <= max_queue_for_lookahead) {
+        if (!watched_clear_ && !r.ahead.empty() && rule.lookahead) {
             ahead_ = shared_path(join_path(*dir_, r.ahead));
             ahead_kind_ = r.ahead_kind;
             own_watched_ = r.size <= max_queue_for_early_own_watch;

@@ -737,7 +737,7 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
             CHECK(f.on_mark_read(ok, "", 42, 44, true).kind == ak::list);
         }
     }
-    SUBCASE("no look-ahead for readers, permits, or a queue longer than max_queue_for_lookahead")
+    SUBCASE("no look-ahead for readers or permits")
     {
         acquire_fsm r(dir, {node_kind::shared}, me, false);
         r.start();
@@ -747,14 +747,35 @@ TEST_CASE("look-ahead: an exclusive waiter learns ahead of time that its predece
         p.start();
         p.on_create(ok, path(me, 7, 's'), 1, ok, {name(2, 1, 's'), name(3, 4, 's'), name(me, 7, 's')});
         CHECK(p.on_watch_set(ok).ahead.empty());
+    }
+    SUBCASE("look-ahead in a queue of any length (W10000: 10 000 children)")
+    {
         acquire_fsm g(dir, {}, me, false);
         g.start();
         std::vector<std::string> q;
-        for (int i = 0; i <= static_cast<int>(acquire_fsm::max_queue_for_lookahead); ++i) q.push_back(name(100 + i, 10 + i));
-        q.push_back(name(me, 9000));
-        REQUIRE(g.on_create(ok, path(me, 9000), 1, ok, q).kind == ak::watch);
-        CHECK(g.on_watch_set(ok).ahead.empty());
-        CHECK(g.on_ahead_fired().kind == ak::none);
+        for (int i = 0; i < 10000; ++i) q.push_back(name(100 + i, 10 + i));
+        q.push_back(name(me, 20000));
+        auto a = g.on_create(ok, path(me, 20000), 1, ok, q);
+        REQUIRE(a.kind == ak::watch);
+        CHECK(a.path == path(100 + 9999, 10 + 9999));
+        CHECK(g.watched_node() == a.path);
+        auto w = g.on_watch_set(ok);
+        REQUIRE(w.kind == ak::wait_event);
+        CHECK(w.ahead == path(100 + 9998, 10 + 9998));
+        CHECK(g.ahead_node() == w.ahead);
+        // The node ahead goes: arming reads the handoff mark (a long queue), and a mark naming it
+        // arms the wait: the predecessor's deletion alone grants.
+        auto arm = g.on_ahead_fired(q.size());
+        REQUIRE(arm.kind == ak::arm);
+        CHECK(arm.mark);
+        g.on_own_watch(true);
+        auto armed = g.on_mark_read(ok, handoff_mark(name(100 + 9998, 10 + 9998)), 44, 44, true);
+        CHECK(armed.kind == ak::wait_event);
+        CHECK(g.armed());
+        auto granted = g.on_watch_fired(true, q.size());
+        CHECK(granted.kind == ak::done);
+        CHECK_FALSE(granted.ec);
+        CHECK(g.fast_handoff());
     }
 }
 

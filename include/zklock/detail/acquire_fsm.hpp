@@ -38,7 +38,7 @@
 //    and the path's mzxid must equal its pzxid (the data was written in the same transaction as
 //    its last child change, which a set_data alone cannot do). Then everything up to the watched
 //    node is gone, as in the first case. A short queue is listed instead (see min_queue_for_mark).
-//  * look-ahead (exclusive waiters, queues up to max_queue_for_lookahead): the waiter also
+//  * look-ahead (exclusive waiters, in a queue of any length): the waiter also
 //    watches the node before its predecessor. When that one goes, it sets a watch on its own node
 //    and lists right behind it (or, in a long queue, reads the handoff mark, which must name that
 //    node): if the predecessor is now the head, the wait is armed, and the predecessor's deletion
@@ -315,15 +315,10 @@ public:
     /// write. Half the threshold: a waiter's listing may be newer than the holder's. A waiter that
     /// finds no mark lists, so this is about cost, never about safety.
     static bool release_writes_mark(std::size_t queue_hint) noexcept;
-    /// Look-ahead (an exclusive waiter also watches the node before the one it waits on, and
-    /// learns ahead of time that its predecessor became the head) only in queues no longer than
-    /// this: it costs every waiter a second watch, and in a longer queue the handoff mark already
-    /// makes each handoff two small requests (bench W10000: memory per waiter matters more there).
-    static constexpr std::size_t max_queue_for_lookahead = 4096;
     /// A look-ahead waiter sets the watch on its own node with its first watch, so that arming (in
     /// the middle of a handoff) is one request, only in queues no longer than this; in a longer
     /// one it sets it when it arms. Set early, the watch is held for the whole wait: bench W10000,
-    /// where ~4000 waiters use the look-ahead, peaked 1.5 MB higher with it for all of them.
+    /// where ~4000 waiters used the look-ahead, peaked 1.5 MB higher with it for all of them.
     static constexpr std::size_t max_queue_for_early_own_watch = 1024;
     static constexpr int max_parent_retries = 16;
     /// Reads and claims of the permit count before the acquire gives up (others keep changing it,
