@@ -5,6 +5,7 @@
 #include "core/deadline.hpp"
 #include "core/handler_util.hpp"
 #include "ops/lease_state.hpp"
+#include "ops/lookahead_window.hpp"
 #include "ops/queue_hints.hpp"
 #include "ops/requests.hpp"
 
@@ -55,7 +56,10 @@ queue_policy policy_of(const acquire_request& req)
     return p;
 }
 
-class acquire_op : public std::enable_shared_from_this<acquire_op> {
+class acquire_op;
+using acquire_window = lookahead_window<acquire_op>;
+
+class acquire_op final : public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(session_ptr s, acquire_request req, handler<error_code, lease> h)
         : s_(std::move(s)),
@@ -65,6 +69,10 @@ public:
           internal_(req.internal)
     {
     }
+
+    acquire_op(const acquire_op&) = delete;
+    acquire_op& operator=(const acquire_op&) = delete;
+    ~acquire_op() { undefer(); }
 
     // Our node's data: lock_options::owner_info, or the process's default (shared: see
     // default_owner_info).
@@ -236,8 +244,13 @@ private:
             break;
         case ak::wait_event:
             waited_ = true;
-            if (!a.ahead.empty()) watch_ahead(fsm_.ahead_node());
-            else drop_ahead();
+            if (a.ahead.empty()) {
+                drop_ahead();
+                undefer();
+            } else if (!deferred_) {
+                if (near_head()) watch_ahead(fsm_.ahead_node());
+                else defer();
+            }
             if (waiting_on_ == watch_.get()) break;  // still waiting on it (a look-ahead came back)
             waiting_on_ = watch_.get();
             watch_->wait([self, w = watch_.get()](error_code ec, watch_event ev) {
@@ -271,6 +284,7 @@ private:
         case ak::remove:
             if (watch_) watch_->cancel_wait();
             drop_ahead();
+            undefer();
             drop_also();
             s_->remove(a.path, -1, [self](error_code ec) { self->run(self->fsm_.on_removed(ec)); });
             break;
@@ -436,6 +450,49 @@ private:
         ahead_.reset();
     }
 
+    // The look-ahead's watch goes out now only within lookahead_window::span places of the head
+    // (this wait's listing, or the latest grant on this session, says how far it is); further
+    // back the wait is deferred in the session's window, and promote() sets it once a grant of
+    // this session's brings it near.
+    std::int64_t own_seq() const
+    {
+        const auto v = parse_queue_view(base_name(fsm_.own_node()));
+        return v ? v->seq : 0;
+    }
+
+    bool near_head() const
+    {
+        return s_->extension<acquire_window>().near(fsm_.dir(), own_seq(), fsm_.last_position());
+    }
+
+    void defer()
+    {
+        drop_ahead();
+        s_->extension<acquire_window>().defer(fsm_.dir(), own_seq(), this);
+        deferred_ = true;
+    }
+
+    void undefer()
+    {
+        if (!deferred_) return;
+        deferred_ = false;
+        s_->extension<acquire_window>().remove(fsm_.dir(), own_seq(), this);
+    }
+
+public:
+    // From the session's window (see defer), which has let go of our entry.
+    void promote()
+    {
+        deferred_ = false;
+        asio::post(s_->executor(), [self = shared_from_this()] {
+            // Still waiting with a look-ahead, and not deferred again meanwhile.
+            if (self->deferred_ || self->ahead_ || !self->fsm_.waiting() || self->fsm_.ahead_node().empty()) return;
+            self->watch_ahead(self->fsm_.ahead_node());
+        });
+    }
+
+private:
+
     // A semaphore's first waiter (acquire_fsm::action::also): a data watch on every other node
     // that holds. A deletion, or a read that set no watch (the node gone, the connection lost), is
     // on_also_fired, and the machine lists; a change of a node's data means nothing, and that
@@ -511,6 +568,7 @@ private:
         if (watch_) watch_->cancel_wait();
         watch_.reset();
         drop_ahead();
+        undefer();
         drop_also();
         auto own_watch = std::move(own_watch_);
         if (own_watch) own_watch->cancel_wait();
@@ -536,6 +594,8 @@ private:
             }
         }
         report_finished(ec);
+        // Our node is the head: waiters of this session deferred behind it may now be near.
+        if (ls && fsm_.policy().kind() == node_kind::exclusive) s_->extension<acquire_window>().note_grant(fsm_.dir(), own_seq());
         lease result;
         if (ls) {
             if (!internal_) s_->log().event(log_level::info, "lock granted", fsm_.dir(), fsm_.own_node());
@@ -568,15 +628,17 @@ private:
     std::shared_ptr<bool> count_known_;  // the semaphore object's: its count was verified
     // The lock object's options (owner_info, on_queued), shared by its acquires; null: the defaults.
     std::shared_ptr<const lock_options> options_;
-    bool own_revoke_seen_ = false;
-    bool in_initiation_ = false;
-    bool waiting_session_ = false;
-    bool waited_ = false;  // waited for a watched node to go: a grant is a handoff (metrics)
-    bool internal_;        // a cohort's own acquire (acquire_request::internal)
-    bool detached_ = false;  // completed before the cleanup was done (see detach)
+    // Flags of one bit each, and last, in the padding of what is before them: W10000 holds
+    // 10 000 of these.
+    bool own_revoke_seen_ : 1 = false;
+    bool in_initiation_ : 1 = false;
+    bool waiting_session_ : 1 = false;
+    bool waited_ : 1 = false;    // waited for a watched node to go: a grant is a handoff (metrics)
+    bool internal_ : 1;          // a cohort's own acquire (acquire_request::internal)
+    bool detached_ : 1 = false;  // completed before the cleanup was done (see detach)
+    bool deferred_ : 1 = false;  // in the session's acquire_window (see defer)
     // Counts action::arm; a posted arm sends only if it is the latest (it wraps: a posted arm
-    // runs within the same turn of the executor, long before 65536 more). Last, in the bools'
-    // padding: W10000 holds 10 000 of these.
+    // runs within the same turn of the executor, long before 65536 more).
     std::uint16_t arm_seq_ = 0;
 };
 

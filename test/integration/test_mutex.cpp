@@ -122,6 +122,58 @@ TEST_CASE("50 waiters over 5 sessions: strict queue order and mutual exclusion")
     });
 }
 
+TEST_CASE("1 500 waiters over 3 sessions, past the look-ahead's window: queue order, and deep timeouts leave nothing")
+{
+    // Waiters more than lookahead_window::span (1024) places back defer their look-ahead watch
+    // and set it as grants on their session bring them near; some of them time out while deferred.
+    run([]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        std::vector<std::unique_ptr<session>> sessions;
+        for (int i = 0; i < 3; ++i) {
+            sessions.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
+            co_await connect(*sessions.back());
+        }
+        const auto path = unique_path("window");
+        mutex blocker_lock{*sessions[0], path};
+        auto blocker = co_await blocker_lock.async_acquire(5s);
+
+        const int n = 1500;
+        int inside = 0, max_inside = 0, granted = 0, timed_out = 0, failed = 0;
+        std::vector<std::int64_t> grant_seqs;
+        for (int i = 0; i < n; ++i) {
+            // Every 50th past the 1 025th gives up after 2 s, while the blocker still holds.
+            const bool gives_up = i >= 1025 && i % 50 == 0;
+            asio::co_spawn(ex, [&, i, gives_up]() -> awaitable<void> {
+                mutex m{*sessions[i % 3], path};
+                auto [ec, l] = co_await m.async_acquire(gives_up ? 2s : 120s, tuple);
+                if (ec) {
+                    ++(ec == errc::timeout && gives_up ? timed_out : failed);
+                    co_return;
+                }
+                grant_seqs.push_back(seq_of(l.node()));
+                max_inside = std::max(max_inside, ++inside);
+                co_await asio::post(ex, asio::use_awaitable);  // hold across a turn of the executor
+                --inside;
+                co_await l.async_release();
+                ++granted;
+            }, asio::detached);
+        }
+        int giving_up = 0;
+        for (int i = 1025; i < n; ++i) giving_up += i % 50 == 0;
+        CHECK(co_await wait_children(*sessions[0], path, n + 1) == n + 1);
+        for (int i = 0; i < 3000 && timed_out + failed < giving_up; ++i) co_await sleep_for(10ms);
+        CHECK(timed_out == giving_up);
+        CHECK((co_await children_of(*sessions[0], path)).size() == static_cast<std::size_t>(n + 1 - giving_up));
+        co_await blocker.async_release();
+        for (int i = 0; i < 12000 && granted + timed_out + failed < n; ++i) co_await sleep_for(10ms);
+        REQUIRE(granted == n - giving_up);
+        CHECK(failed == 0);
+        CHECK(max_inside == 1);
+        CHECK(std::is_sorted(grant_seqs.begin(), grant_seqs.end()));
+        CHECK((co_await children_of(*sessions[0], path)).empty());
+    });
+}
+
 TEST_CASE("timeout: errc::timeout after the deadline, and our node is gone")
 {
     run([]() -> awaitable<void> {

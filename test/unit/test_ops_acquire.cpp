@@ -3,6 +3,7 @@
 #include "ops_fixtures.hpp"
 
 #include "core/deadline.hpp"
+#include "ops/lookahead_window.hpp"
 
 #include <boost/asio/cancellation_signal.hpp>
 
@@ -209,4 +210,113 @@ TEST_CASE("acquire: a cancellation during its timeout's grace does not move the 
     port->run();
     REQUIRE(r.ec);
     CHECK(*r.ec == errc::timeout);  // the first reason, at the deadline's grace
+}
+
+TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on its session brings it near")
+{
+    // W10000's shape: the look-ahead's watch (on the node before our predecessor) goes out at once
+    // only within lookahead_window::span places of the head; further back it is deferred, and a
+    // grant of the same session's, as the queue drains, brings it out.
+    static_assert(detail::lookahead_window<int>::span == 1024);
+    fake_fixture fx;
+    auto& port = fx.port;
+    auto name = [](int seq) {
+        char b[64];
+        std::snprintf(b, sizeof b, "x-%016x-lock-%010d", 0x10000 + seq, seq);
+        return std::string(b);
+    };
+    auto created = [&](int seq, acquired& r) {
+        start_acquire(port, "/l", r);
+        port->run();
+        REQUIRE(port->pending().size() == 2);
+        const std::string node = port->pending().front().path + "000000" + std::to_string(seq);
+        port->answer("create", port->pending().front().path, {.path = node, .stat = {.czxid = seq}});
+        return node;
+    };
+    // A at 2500 with 1 500 nodes before it, B at 3000 with 2 000: both set their predecessor's
+    // watch and defer the look-ahead.
+    acquired ra, rb;
+    const std::string a = created(2500, ra);
+    std::vector<std::string> queue;
+    for (int s = 1000; s < 2500; ++s) queue.push_back(name(s));
+    queue.push_back(std::string(detail::base_name(a)));
+    port->answer("list_children", "/l", {.children = queue});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    auto wa = port->answer("get_data", "/l/" + name(2499), {.data = "h:1"});
+    port->run();
+    CHECK(port->pending().empty());  // not the look-ahead's watch on 2498
+    const std::string b = created(3000, rb);
+    for (int s = 2501; s < 3000; ++s) queue.push_back(name(s));
+    queue.push_back(std::string(detail::base_name(b)));
+    port->answer("list_children", "/l", {.children = queue});
+    port->run();
+    REQUIRE(port->pending().size() == 1);
+    port->answer("get_data", "/l/" + name(2999), {.data = "h:1"});
+    port->run();
+    CHECK(port->pending().empty());  // not the look-ahead's watch on 2998
+    // A's predecessor goes, and A finds itself at the head (the nodes before it gone): granted.
+    REQUIRE(wa);
+    wa->fire({}, {watch_event_type::deleted, "/l/" + name(2499)});
+    port->run();
+    std::vector<std::string> rest{std::string(detail::base_name(a))};
+    for (int s = 2501; s < 3000; ++s) rest.push_back(name(s));
+    rest.push_back(std::string(detail::base_name(b)));
+    for (int i = 0; i < 6 && !ra.ec && !port->pending().empty(); ++i) {
+        const auto& next = port->pending().front();
+        if (next.op == "list_children") port->answer("list_children", "/l", {.children = rest});
+        else if (next.op == "exists") port->answer("exists", next.path, {.exists = zklock::stat{.czxid = 2500}});
+        else port->answer(next.op, next.path);
+        port->run();
+    }
+    REQUIRE(ra.ec);
+    CHECK(!*ra.ec);
+    CHECK(ra.l.node() == a);
+    // B is now 500 places from the head: its look-ahead's watch goes out.
+    port->run();
+    const bool ahead_watched = std::any_of(port->pending().begin(), port->pending().end(), [&](const auto& r) {
+        return r.op == "get_data" && r.path == "/l/" + name(2998) && r.watch;
+    });
+    CHECK(ahead_watched);
+    CHECK_FALSE(rb.ec);
+}
+
+TEST_CASE("lookahead_window: near by its listing's place or the latest grant, which promotes in order, once")
+{
+    struct waiter {
+        std::vector<int>* log;
+        int id;
+        void promote() { log->push_back(id); }
+    };
+    using window = detail::lookahead_window<waiter>;
+    constexpr auto span = window::span;
+    std::vector<int> log;
+    window w;
+    const std::string d = "/l", other = "/m";
+    CHECK(w.near(d, 5000, static_cast<std::size_t>(span)));       // its listing says it is near
+    CHECK_FALSE(w.near(d, 5000, static_cast<std::size_t>(span) + 1));
+    waiter w1{&log, 1}, w2{&log, 2}, w3{&log, 3}, w4{&log, 4};
+    w.defer(d, 3000, &w2);
+    w.defer(d, 2000, &w1);
+    w.defer(d, 2000 + span + 500, &w3);
+    w.defer(other, 2100, &w4);
+    CHECK(w.deferred() == 4);
+    CHECK_FALSE(w.near(d, 3000, 5000));  // no grant heard yet
+    w.note_grant(d, 1000);  // 2000 is exactly span away: promoted; 3000 is not
+    CHECK(log == std::vector<int>{1});
+    CHECK(w.near(d, 1000 + span, 5000));
+    CHECK_FALSE(w.near(d, 1001 + span, 5000));
+    w.note_grant(d, 900);  // an older grant moves nothing back
+    CHECK(w.near(d, 1000 + span, 5000));
+    w.remove(d, 3000, &w2);  // finished meanwhile: never promoted
+    w.note_grant(d, 2400);
+    CHECK(log == std::vector<int>{1});
+    w.note_grant(d, 2000 + 500);  // 2000 + span + 500 is within span of 2500
+    CHECK(log == std::vector<int>{1, 3});
+    CHECK(w.deferred() == 1);  // /m's waiter: grants on /l do not touch it
+    w.note_grant(other, 2000);
+    CHECK(log == std::vector<int>{1, 3, 4});
+    CHECK(w.deferred() == 0);
+    // With nothing deferred, a path is forgotten: near again only by the listing's place.
+    CHECK_FALSE(w.near(d, 2600, 5000));
 }

@@ -39,7 +39,8 @@
 //    its last child change, which a set_data alone cannot do). Then everything up to the watched
 //    node is gone, as in the first case. A short queue is listed instead (see min_queue_for_mark).
 //  * look-ahead (exclusive waiters, in a queue of any length): the waiter also
-//    watches the node before its predecessor. When that one goes, it sets a watch on its own node
+//    watches the node before its predecessor (the driver may set that watch later, once the
+//    queue has drained near: see src/ops/lookahead_window.hpp; until then it waits without). When that one goes, it sets a watch on its own node
 //    and lists right behind it (or, in a long queue, reads the handoff mark, which must name that
 //    node): if the predecessor is now the head, the wait is armed, and the predecessor's deletion
 //    alone grants the lock, as in the first case. The listing is made while the predecessor holds,
@@ -275,6 +276,8 @@ public:
     bool finished() const noexcept { return state_ == state::done; }
     /// Between action::arm and the reply of its listing or mark read.
     bool arming() const noexcept { return state_ == state::arming_list || state_ == state::arming_mark; }
+    /// Waiting for an event (action::wait_event was the last action).
+    bool waiting() const noexcept { return state_ == state::waiting; }
     /// Permit policy: the stored count is known to be ours (the driver may remember it).
     bool count_verified() const noexcept { return count_verified_; }
     const std::string& own_node() const noexcept { return own_; }
