@@ -247,9 +247,11 @@ private:
             if (a.ahead.empty()) {
                 drop_ahead();
                 undefer();
+            } else if (near_head()) {
+                undefer();
+                watch_ahead(fsm_.ahead_node());
             } else if (!deferred_) {
-                if (near_head()) watch_ahead(fsm_.ahead_node());
-                else defer();
+                defer();
             }
             if (waiting_on_ == watch_.get()) break;  // still waiting on it (a look-ahead came back)
             waiting_on_ = watch_.get();

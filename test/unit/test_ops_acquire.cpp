@@ -212,6 +212,44 @@ TEST_CASE("acquire: a cancellation during its timeout's grace does not move the 
     CHECK(*r.ec == errc::timeout);  // the first reason, at the deadline's grace
 }
 
+namespace {
+
+// Another session's node of /l with sequence number `seq`.
+std::string foreign_node(int seq)
+{
+    char b[64];
+    std::snprintf(b, sizeof b, "x-%016x-lock-%010d", 0x10000 + seq, seq);
+    return std::string(b);
+}
+
+// Starts an acquire of /l and answers its create with sequence number `seq` (at least 1000).
+std::string created_at(const std::shared_ptr<test::fake_port>& port, int seq, acquired& r,
+                       asio::cancellation_slot slot = {})
+{
+    start_acquire(port, "/l", r, slot);
+    port->run();
+    REQUIRE(port->pending().size() == 2);
+    const std::string node = port->pending().front().path + "000000" + std::to_string(seq);
+    port->answer("create", port->pending().front().path, {.path = node, .stat = {.czxid = seq}});
+    return node;
+}
+
+// Cancels a waiting acquire and answers what it sends until it completes: a wait left behind
+// holds itself through its watch.
+void cancel_waiting(test::fake_port& port, asio::cancellation_signal& cancel, acquired& r)
+{
+    cancel.emit(asio::cancellation_type::terminal);
+    port.run();
+    for (int i = 0; i < 8 && !r.ec && !port.pending().empty(); ++i) {
+        port.answer_next();
+        port.run();
+    }
+    REQUIRE(r.ec);
+    CHECK(*r.ec == asio::error::operation_aborted);
+}
+
+}  // namespace
+
 TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on its session brings it near")
 {
     // W10000's shape: the look-ahead's watch (on the node before our predecessor) goes out at once
@@ -220,23 +258,12 @@ TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on 
     static_assert(detail::lookahead_window<int>::span == 1024);
     fake_fixture fx;
     auto& port = fx.port;
-    auto name = [](int seq) {
-        char b[64];
-        std::snprintf(b, sizeof b, "x-%016x-lock-%010d", 0x10000 + seq, seq);
-        return std::string(b);
-    };
-    auto created = [&](int seq, acquired& r) {
-        start_acquire(port, "/l", r);
-        port->run();
-        REQUIRE(port->pending().size() == 2);
-        const std::string node = port->pending().front().path + "000000" + std::to_string(seq);
-        port->answer("create", port->pending().front().path, {.path = node, .stat = {.czxid = seq}});
-        return node;
-    };
+    const auto name = foreign_node;
+    asio::cancellation_signal cancel_b;
     // A at 2500 with 1 500 nodes before it, B at 3000 with 2 000: both set their predecessor's
     // watch and defer the look-ahead.
     acquired ra, rb;
-    const std::string a = created(2500, ra);
+    const std::string a = created_at(port, 2500, ra);
     std::vector<std::string> queue;
     for (int s = 1000; s < 2500; ++s) queue.push_back(name(s));
     queue.push_back(std::string(detail::base_name(a)));
@@ -246,7 +273,7 @@ TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on 
     auto wa = port->answer("get_data", "/l/" + name(2499), {.data = "h:1"});
     port->run();
     CHECK(port->pending().empty());  // not the look-ahead's watch on 2498
-    const std::string b = created(3000, rb);
+    const std::string b = created_at(port, 3000, rb, cancel_b.slot());
     for (int s = 2501; s < 3000; ++s) queue.push_back(name(s));
     queue.push_back(std::string(detail::base_name(b)));
     port->answer("list_children", "/l", {.children = queue});
@@ -279,6 +306,51 @@ TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on 
     });
     CHECK(ahead_watched);
     CHECK_FALSE(rb.ec);
+    cancel_waiting(*port, cancel_b, rb);
+}
+
+TEST_CASE("acquire: a deferred waiter whose new listing shows it near sets its look-ahead watch at once")
+{
+    // No grant on its session: its predecessor leaves (the waiter is not armed), it lists, and the
+    // listing shows it 5 places from the head.
+    fake_fixture fx;
+    auto& port = fx.port;
+    acquired r;
+    asio::cancellation_signal cancel;
+    const std::string b = created_at(port, 3000, r, cancel.slot());
+    std::vector<std::string> queue;
+    for (int s = 1000; s < 3000; ++s) queue.push_back(foreign_node(s));
+    queue.push_back(std::string(detail::base_name(b)));
+    port->answer("list_children", "/l", {.children = queue});
+    port->run();
+    auto w = port->answer("get_data", "/l/" + foreign_node(2999), {.data = "h:1"});
+    port->run();
+    CHECK(port->pending().empty());  // deferred: no look-ahead read of 2998
+    REQUIRE(w);
+    w->fire({}, {watch_event_type::deleted, "/l/" + foreign_node(2999)});
+    port->run();
+    std::vector<std::string> near;
+    for (int s = 2990; s < 2995; ++s) near.push_back(foreign_node(s));
+    near.push_back(std::string(detail::base_name(b)));
+    bool watched_pred = false;
+    for (int i = 0; i < 6 && !watched_pred && !port->pending().empty(); ++i) {
+        const std::string op = port->pending().front().op, path = port->pending().front().path;
+        if (op == "list_children") port->answer(op, path, {.children = near});
+        else if (op == "exists") port->answer(op, path, {.exists = zklock::stat{.czxid = 3000}});
+        else if (op == "get_data" && path == "/l") port->answer(op, path);  // no handoff mark
+        else if (op == "get_data" && path == "/l/" + foreign_node(2994)) {
+            port->answer(op, path, {.data = "h:1"});
+            watched_pred = true;
+        } else port->answer(op, path, {.data = "h:1"});
+        port->run();
+    }
+    REQUIRE(watched_pred);
+    const bool ahead_watched = std::any_of(port->pending().begin(), port->pending().end(), [](const auto& q) {
+        return q.op == "get_data" && q.path == "/l/" + foreign_node(2993) && q.watch;
+    });
+    CHECK(ahead_watched);
+    CHECK_FALSE(r.ec);
+    cancel_waiting(*port, cancel, r);
 }
 
 TEST_CASE("lookahead_window: near by its listing's place or the latest grant, which promotes in order, once")
