@@ -11,6 +11,8 @@
 #     the seam would not see the call;
 #   * and it must make the ones the seam relies on (socket, close, send, recv).
 
+include(${CMAKE_CURRENT_LIST_DIR}/zk_api_names.cmake)
+
 # The versions CI builds and tests against: Debian 12's 3.8.0 and Debian 13's 3.9.3.
 set(ZKLOCK_ZOOKEEPER_TESTED_MIN 3.8.0)
 set(ZKLOCK_ZOOKEEPER_TESTED_BELOW 3.10)
@@ -91,25 +93,8 @@ function(zklock_check_socket_calls what version prefix)
   message(STATUS "zklock: ZooKeeper C client ${version}, its socket calls checked: ${seen}")
 endfunction()
 
-# The names the objects or archives FILES need from elsewhere (nm -u).
-function(zklock_undefined_names out)
-  execute_process(COMMAND ${CMAKE_NM} -u --format=posix ${ARGN} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "zklock: `${CMAKE_NM} -u ${ARGN}` failed")
-  endif()
-  string(REPLACE "\n" ";" lines "${text}")
-  set(names "")
-  foreach(l IN LISTS lines)
-    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) U")
-      list(APPEND names ${CMAKE_MATCH_1})
-    endif()
-  endforeach()
-  list(REMOVE_DUPLICATES names)
-  set(${out} "${names}" PARENT_SCOPE)
-endfunction()
-
 function(zklock_check_zookeeper_client archive version)
   zklock_check_zookeeper_version("${version}" "${archive}")
-  zklock_undefined_names(undefined "${archive}")
+  zklock_nm_names(undefined "${CMAKE_NM}" UNDEFINED "${archive}")
   zklock_check_socket_calls("${archive}" "${version}" "" ${undefined})
 endfunction()

@@ -63,7 +63,7 @@ foreach(call socket close send recv poll read)
 endforeach()
 
 # 3. The API: what it defines that the public headers declare (comments stripped first).
-zklock_zk_defined_names(defined "${NM}" "${work}/linked.o")
+zklock_nm_names(defined "${NM}" DEFINED "${work}/linked.o")
 zklock_zk_api_names(api "${INCLUDE_DIR}" ${defined})
 
 set(keep "")

@@ -1,21 +1,28 @@
-# zklock_zk_defined_names(OUT NM FILES...): the names the objects or archives FILES define globally
-# (NM -g --defined-only), sorted, each once.
-function(zklock_zk_defined_names out nm)
-  execute_process(COMMAND "${nm}" -g --defined-only --format=posix ${ARGN}
+# zklock_nm_names(OUT NM DEFINED|UNDEFINED FILES...): the names the objects or archives FILES
+# define globally (NM -g --defined-only) or need from elsewhere (NM -u), sorted, each once.
+function(zklock_nm_names out nm kind)
+  if(kind STREQUAL "DEFINED")
+    set(options -g --defined-only)
+  elseif(kind STREQUAL "UNDEFINED")
+    set(options -u)
+  else()
+    message(FATAL_ERROR "zklock_nm_names: DEFINED or UNDEFINED, not `${kind}`")
+  endif()
+  execute_process(COMMAND "${nm}" ${options} --format=posix ${ARGN}
                   OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "zklock: `${nm} -g --defined-only ${ARGN}` failed: ${err}")
+    message(FATAL_ERROR "zklock: `${nm} ${options} ${ARGN}` failed: ${err}")
   endif()
   string(REPLACE "\n" ";" lines "${text}")
-  set(defined "")
+  set(names "")
   foreach(l IN LISTS lines)
-    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) [A-Za-z] ")
-      list(APPEND defined "${CMAKE_MATCH_1}")
+    if(l MATCHES "^([A-Za-z_][A-Za-z0-9_]*) [A-Za-z]")
+      list(APPEND names "${CMAKE_MATCH_1}")
     endif()
   endforeach()
-  list(REMOVE_DUPLICATES defined)
-  list(SORT defined)
-  set(${out} "${defined}" PARENT_SCOPE)
+  list(REMOVE_DUPLICATES names)
+  list(SORT names)
+  set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
 # zklock_zk_api_names(OUT INCLUDE_DIR DEFINED...): of the names DEFINED (what a build of the
