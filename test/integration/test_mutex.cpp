@@ -82,13 +82,9 @@ TEST_CASE("50 waiters over 5 sessions: strict queue order and mutual exclusion")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        std::vector<std::unique_ptr<session>> sessions;
-        for (int i = 0; i < 5; ++i) {
-            sessions.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
-            co_await connect(*sessions.back());
-        }
+        auto sessions = co_await open_sessions(shared_server().connect_string(), 5);
         const auto path = unique_path("fifo");
-        mutex blocker_lock{*sessions[0], path};
+        mutex blocker_lock{sessions[0], path};
         auto blocker = co_await blocker_lock.async_acquire(5s);
 
         int counter = 0, inside = 0, max_inside = 0, finished = 0;
@@ -97,7 +93,7 @@ TEST_CASE("50 waiters over 5 sessions: strict queue order and mutual exclusion")
         const int n = 50;
         for (int i = 0; i < n; ++i) {
             asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                mutex m{*sessions[i % 5], path};
+                mutex m{sessions[i % 5], path};
                 auto l = co_await m.async_acquire(60s);
                 grant_seqs.push_back(seq_of(l.node()));
                 tokens.push_back(l.fencing_token());
@@ -110,7 +106,7 @@ TEST_CASE("50 waiters over 5 sessions: strict queue order and mutual exclusion")
                 ++finished;
             }, asio::detached);
         }
-        CHECK(co_await wait_children(*sessions[0], path, n + 1) == n + 1);
+        CHECK(co_await wait_children(sessions[0], path, n + 1) == n + 1);
         co_await blocker.async_release();
         for (int i = 0; i < 3000 && finished < n; ++i) co_await sleep_for(10ms);
         REQUIRE(finished == n);
@@ -118,7 +114,7 @@ TEST_CASE("50 waiters over 5 sessions: strict queue order and mutual exclusion")
         CHECK(max_inside == 1);
         CHECK(std::is_sorted(grant_seqs.begin(), grant_seqs.end()));
         CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
-        CHECK((co_await children_of(*sessions[0], path)).empty());
+        CHECK((co_await children_of(sessions[0], path)).empty());
     });
 }
 
@@ -128,13 +124,9 @@ TEST_CASE("1 500 waiters over 3 sessions, past the look-ahead's window: queue or
     // and set it as grants on their session bring them near; some of them time out while deferred.
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        std::vector<std::unique_ptr<session>> sessions;
-        for (int i = 0; i < 3; ++i) {
-            sessions.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
-            co_await connect(*sessions.back());
-        }
+        auto sessions = co_await open_sessions(shared_server().connect_string(), 3);
         const auto path = unique_path("window");
-        mutex blocker_lock{*sessions[0], path};
+        mutex blocker_lock{sessions[0], path};
         auto blocker = co_await blocker_lock.async_acquire(5s);
 
         const int n = 1500;
@@ -144,7 +136,7 @@ TEST_CASE("1 500 waiters over 3 sessions, past the look-ahead's window: queue or
             // Every 50th past the 1 025th gives up after 2 s, while the blocker still holds.
             const bool gives_up = i >= 1025 && i % 50 == 0;
             asio::co_spawn(ex, [&, i, gives_up]() -> awaitable<void> {
-                mutex m{*sessions[i % 3], path};
+                mutex m{sessions[i % 3], path};
                 auto [ec, l] = co_await m.async_acquire(gives_up ? 2s : 120s, tuple);
                 if (ec) {
                     ++(ec == errc::timeout && gives_up ? timed_out : failed);
@@ -160,17 +152,17 @@ TEST_CASE("1 500 waiters over 3 sessions, past the look-ahead's window: queue or
         }
         int giving_up = 0;
         for (int i = 1025; i < n; ++i) giving_up += i % 50 == 0;
-        CHECK(co_await wait_children(*sessions[0], path, n + 1) == n + 1);
+        CHECK(co_await wait_children(sessions[0], path, n + 1) == n + 1);
         for (int i = 0; i < 3000 && timed_out + failed < giving_up; ++i) co_await sleep_for(10ms);
         CHECK(timed_out == giving_up);
-        CHECK((co_await children_of(*sessions[0], path)).size() == static_cast<std::size_t>(n + 1 - giving_up));
+        CHECK((co_await children_of(sessions[0], path)).size() == static_cast<std::size_t>(n + 1 - giving_up));
         co_await blocker.async_release();
         for (int i = 0; i < 12000 && granted + timed_out + failed < n; ++i) co_await sleep_for(10ms);
         REQUIRE(granted == n - giving_up);
         CHECK(failed == 0);
         CHECK(max_inside == 1);
         CHECK(std::is_sorted(grant_seqs.begin(), grant_seqs.end()));
-        CHECK((co_await children_of(*sessions[0], path)).empty());
+        CHECK((co_await children_of(sessions[0], path)).empty());
     });
 }
 
@@ -269,13 +261,9 @@ TEST_CASE("1000 acquires cancelled at random moments leave nothing behind")
 {
     run([]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        std::vector<std::unique_ptr<session>> sessions;
-        for (int i = 0; i < 4; ++i) {
-            sessions.push_back(std::make_unique<session>(ex, config_for(shared_server().connect_string())));
-            co_await connect(*sessions.back());
-        }
+        auto sessions = co_await open_sessions(shared_server().connect_string(), 4);
         const auto path = unique_path("random-cancel");
-        mutex holder_lock{*sessions[0], path};
+        mutex holder_lock{sessions[0], path};
         auto holder = co_await holder_lock.async_acquire(5s);
         std::mt19937 rng(12345);
         const int n = 1000;
@@ -288,7 +276,7 @@ TEST_CASE("1000 acquires cancelled at random moments leave nothing behind")
                 timer->async_wait([sig](error_code ec) {
                     if (!ec) sig->emit(asio::cancellation_type::terminal);
                 });
-                mutex m{*sessions[i % 4], path};
+                mutex m{sessions[i % 4], path};
                 auto [ec, l] = co_await m.async_acquire(asio::bind_cancellation_slot(sig->slot(), asio::as_tuple(asio::use_awaitable)));
                 timer->cancel();
                 if (!ec) {
@@ -310,13 +298,13 @@ TEST_CASE("1000 acquires cancelled at random moments leave nothing behind")
         // the same, and the delete goes on in the background (on a loaded machine, some do): wait
         // for those to end, then nothing may be left.
         CHECK(co_await eventually([&] {
-            return std::all_of(sessions.begin(), sessions.end(),
+            return std::all_of(sessions.all.begin(), sessions.all.end(),
                                [](const auto& s) { return s->metrics().background_cleanups_pending == 0; });
         }));
         std::uint64_t background = 0;
-        for (const auto& s : sessions) background += s->metrics().background_cleanups;
+        for (const auto& s : sessions.all) background += s->metrics().background_cleanups;
         MESSAGE(background << " of them deleted their node in the background");
-        CHECK((co_await children_of(*sessions[0], path)).empty());
+        CHECK((co_await children_of(sessions[0], path)).empty());
         auto t0 = std::chrono::steady_clock::now();
         auto fresh = co_await holder_lock.async_try_acquire();
         CHECK(fresh.owns_lock());
