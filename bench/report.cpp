@@ -466,16 +466,26 @@ void print_medians(bench_ctx& c)
         auto it = c.lines.find(name);
         if (it == c.lines.end() || it->second.empty()) continue;
         const auto& runs = it->second;
+        // Every key of every run (a peer that failed in one run has figures in the others).
+        std::function<void(json::object&, const json::object&)> add_missing = [&](json::object& into,
+                                                                                 const json::object& from) {
+            for (const auto& [k, v] : from) {
+                auto* have = into.if_contains(k);
+                if (!have) into[k] = v;
+                else if (have->is_object() && v.is_object()) add_missing(have->as_object(), v.as_object());
+            }
+        };
         json::object m = runs.front();
-        std::function<void(json::object&, const std::vector<const json::object*>&)> fold =
-            [&](json::object& out, const std::vector<const json::object*>& objs) {
+        for (std::size_t r = 1; r < runs.size(); ++r) add_missing(m, runs[r]);
+        std::function<void(json::object&, const std::vector<const json::object*>&, bool)> fold =
+            [&](json::object& out, const std::vector<const json::object*>& objs, bool ratios) {
                 for (auto& [k, v] : out) {
                     if (k == "server_config" || v.is_string()) continue;
                     if (v.is_object()) {
                         std::vector<const json::object*> subs;
                         for (auto* o : objs)
                             if (auto* s = o->if_contains(k); s && s->is_object()) subs.push_back(&s->as_object());
-                        fold(v.as_object(), subs);
+                        fold(v.as_object(), subs, ratios || k == "zklock_ratio");
                         continue;
                     }
                     std::vector<double> xs;
@@ -483,14 +493,38 @@ void print_medians(bench_ctx& c)
                         if (auto* x = o->if_contains(k); x && x->is_number()) xs.push_back(x->to_number<double>());
                     if (xs.empty()) continue;
                     const double med = zklock_bench::median(xs);
-                    if (k.ends_with("_vs_floor") || k.ends_with("_vs_raw_floor")) v = round_to(med, 3);
+                    if (ratios || k.ends_with("_vs_floor") || k.ends_with("_vs_raw_floor")) v = round_to(med, 3);
                     else if (v.is_int64() && med == std::floor(med)) v = static_cast<std::int64_t>(med);
                     else v = figure_value(std::string(k), med);
                 }
             };
         std::vector<const json::object*> objs;
         for (auto& o : runs) objs.push_back(&o);
-        fold(m, objs);
+        fold(m, objs, false);
+        // A peer whose runs ended differently: each run's status and reason, in run order (its
+        // figures are the medians of the runs that have them).
+        if (auto* peers = m.if_contains("peers"); peers && peers->is_object()) {
+            for (auto& [peer, pv] : peers->as_object()) {
+                std::vector<std::pair<std::string, std::string>> ends;
+                for (const auto& o : runs) {
+                    const auto* p = o.contains("peers") ? o.at("peers").as_object().if_contains(peer) : nullptr;
+                    const auto* st = p && p->is_object() ? p->as_object().if_contains("status") : nullptr;
+                    const auto* why = p && p->is_object() ? p->as_object().if_contains("why") : nullptr;
+                    ends.emplace_back(st && st->is_string() ? std::string(st->as_string()) : "not run",
+                                      why && why->is_string() ? std::string(why->as_string()) : "");
+                }
+                if (std::all_of(ends.begin(), ends.end(), [&](const auto& e) { return e.first == ends.front().first; }))
+                    continue;
+                std::string status, why;
+                for (std::size_t r = 0; r < ends.size(); ++r) {
+                    status += (r ? ", " : "") + ends[r].first;
+                    if (!ends[r].second.empty())
+                        why += (why.empty() ? "" : " | ") + ("run " + std::to_string(r + 1) + ": " + ends[r].second);
+                }
+                pv.as_object()["status"] = "per run: " + status;
+                pv.as_object()["why"] = why;
+            }
+        }
         m["median_of"] = static_cast<std::int64_t>(runs.size());
         if (is_tls_twin(name)) set_tls_target(m);
         emit(c, m);
