@@ -258,36 +258,35 @@ TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on 
     static_assert(detail::lookahead_window<int>::span == 1024);
     fake_fixture fx;
     auto& port = fx.port;
-    const auto name = foreign_node;
     asio::cancellation_signal cancel_b;
     // A at 2500 with 1 500 nodes before it, B at 3000 with 2 000: both set their predecessor's
     // watch and defer the look-ahead.
     acquired ra, rb;
     const std::string a = created_at(port, 2500, ra);
     std::vector<std::string> queue;
-    for (int s = 1000; s < 2500; ++s) queue.push_back(name(s));
+    for (int s = 1000; s < 2500; ++s) queue.push_back(foreign_node(s));
     queue.push_back(std::string(detail::base_name(a)));
     port->answer("list_children", "/l", {.children = queue});
     port->run();
     REQUIRE(port->pending().size() == 1);
-    auto wa = port->answer("get_data", "/l/" + name(2499), {.data = "h:1"});
+    auto wa = port->answer("get_data", "/l/" + foreign_node(2499), {.data = "h:1"});
     port->run();
     CHECK(port->pending().empty());  // not the look-ahead's watch on 2498
     const std::string b = created_at(port, 3000, rb, cancel_b.slot());
-    for (int s = 2501; s < 3000; ++s) queue.push_back(name(s));
+    for (int s = 2501; s < 3000; ++s) queue.push_back(foreign_node(s));
     queue.push_back(std::string(detail::base_name(b)));
     port->answer("list_children", "/l", {.children = queue});
     port->run();
     REQUIRE(port->pending().size() == 1);
-    port->answer("get_data", "/l/" + name(2999), {.data = "h:1"});
+    port->answer("get_data", "/l/" + foreign_node(2999), {.data = "h:1"});
     port->run();
     CHECK(port->pending().empty());  // not the look-ahead's watch on 2998
     // A's predecessor goes, and A finds itself at the head (the nodes before it gone): granted.
     REQUIRE(wa);
-    wa->fire({}, {watch_event_type::deleted, "/l/" + name(2499)});
+    wa->fire({}, {watch_event_type::deleted, "/l/" + foreign_node(2499)});
     port->run();
     std::vector<std::string> rest{std::string(detail::base_name(a))};
-    for (int s = 2501; s < 3000; ++s) rest.push_back(name(s));
+    for (int s = 2501; s < 3000; ++s) rest.push_back(foreign_node(s));
     rest.push_back(std::string(detail::base_name(b)));
     for (int i = 0; i < 6 && !ra.ec && !port->pending().empty(); ++i) {
         const auto& next = port->pending().front();
@@ -302,7 +301,7 @@ TEST_CASE("acquire: a waiter far back sets its look-ahead watch once a grant on 
     // B is now 500 places from the head: its look-ahead's watch goes out.
     port->run();
     const bool ahead_watched = std::any_of(port->pending().begin(), port->pending().end(), [&](const auto& r) {
-        return r.op == "get_data" && r.path == "/l/" + name(2998) && r.watch;
+        return r.op == "get_data" && r.path == "/l/" + foreign_node(2998) && r.watch;
     });
     CHECK(ahead_watched);
     CHECK_FALSE(rb.ec);
